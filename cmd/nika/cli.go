@@ -1,0 +1,296 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"runtime/debug"
+	"sort"
+	"strings"
+
+	"github.com/nikahq/nika/spec"
+)
+
+// Exit codes of the run contract (LANGUAGE.md §10).
+const (
+	exitOK      = 0
+	exitFailure = 1
+	exitUsage   = 2 // findings in the file, or a usage error
+	exitEnv     = 3
+)
+
+// version is set at build time with -ldflags "-X main.version=…".
+var version = "0.1.0-dev"
+
+const usageText = `nika — a workflow engine for AI work.
+
+Usage:
+  nika check FILE... [--model M] [--json]   check workflows statically; run nothing
+  nika graph FILE [--format mermaid|dot|json] [--model M]
+                                            print the task graph
+  nika explain NIKA-XXX-NNN                 explain an error code and how to fix it
+  nika schema                               print the JSON Schema of the workflow format
+  nika version                              print the version
+  nika help [COMMAND]                       print this help
+
+Flags may come before or after the file arguments. Run 'nika COMMAND -h' for a command's flags.
+`
+
+// Main runs the CLI with the given arguments (without the program name) and
+// returns the exit code. Tests call it in-process.
+func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usageText)
+		return exitUsage
+	}
+	cmd, rest := args[0], args[1:]
+	switch cmd {
+	case "check":
+		return cmdCheck(rest, stdout, stderr)
+	case "graph":
+		return cmdGraph(rest, stdout, stderr)
+	case "explain":
+		return cmdExplain(rest, stdout, stderr)
+	case "schema":
+		return cmdSchema(rest, stdout, stderr)
+	case "version", "--version", "-version":
+		fmt.Fprintf(stdout, "nika %s%s\n", version, buildSuffix())
+		return exitOK
+	case "help", "-h", "-help", "--help":
+		if len(rest) > 0 && rest[0] != "help" {
+			return Main([]string{rest[0], "-h"}, stdin, stdout, stderr)
+		}
+		fmt.Fprint(stdout, usageText)
+		return exitOK
+	}
+	fmt.Fprintf(stderr, "nika: unknown command %q\n\n%s", cmd, usageText)
+	return exitUsage
+}
+
+func buildSuffix() string {
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		return " (" + bi.GoVersion + ")"
+	}
+	return ""
+}
+
+// parseInterspersed parses flags that may come before or after positional
+// arguments (D20). It returns the positionals, or the exit code to use.
+func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, int, bool) {
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				return nil, exitOK, false
+			}
+			return nil, exitUsage, false
+		}
+		rest := fs.Args()
+		if len(rest) == 0 {
+			return pos, 0, true
+		}
+		if rest[0] == "--" {
+			return append(pos, rest[1:]...), 0, true
+		}
+		pos = append(pos, rest[0])
+		args = rest[1:]
+	}
+}
+
+func newFlagSet(name, synopsis string, stderr io.Writer) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "Usage: %s\n\nFlags:\n", synopsis)
+		fs.PrintDefaults()
+	}
+	return fs
+}
+
+// checkFiles reads and checks each file, returning one result per file.
+func checkFiles(names []string, model string, stderr io.Writer) ([]spec.FileResult, []*spec.Analysis) {
+	opts := spec.CheckOptions{Model: model, MCPServers: mcpServers(stderr)}
+	results := make([]spec.FileResult, 0, len(names))
+	analyses := make([]*spec.Analysis, 0, len(names))
+	for _, name := range names {
+		src, err := os.ReadFile(name)
+		if err != nil {
+			results = append(results, spec.FileResult{Name: name, Findings: []spec.Finding{spec.UnreadableFile(name, err)}})
+			analyses = append(analyses, nil)
+			continue
+		}
+		a := spec.CheckSource(name, src, opts)
+		results = append(results, spec.FileResult{Name: name, File: a.File, Findings: a.Findings})
+		analyses = append(analyses, a)
+	}
+	return results, analyses
+}
+
+// mcpServers reads the names of the engine's MCP registry,
+// .nika/mcp_servers.json in the run directory (D7, D25). Without the file,
+// the registry is not visible and unregistered servers are found at run time.
+func mcpServers(stderr io.Writer) []string {
+	data, err := os.ReadFile(filepath.Join(".nika", "mcp_servers.json"))
+	if err != nil {
+		return nil
+	}
+	var doc map[string]json.RawMessage
+	if err := json.Unmarshal(data, &doc); err != nil {
+		fmt.Fprintf(stderr, "nika: warning: ignoring .nika/mcp_servers.json: %v\n", err)
+		return nil
+	}
+	for _, wrapper := range []string{"servers", "mcpServers"} {
+		if inner, ok := doc[wrapper]; ok {
+			doc = nil
+			if err := json.Unmarshal(inner, &doc); err != nil {
+				return nil
+			}
+			break
+		}
+	}
+	names := make([]string, 0, len(doc))
+	for k := range doc {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	return names
+}
+
+func cmdCheck(args []string, stdout, stderr io.Writer) int {
+	fs := newFlagSet("check", "nika check FILE... [--model M] [--json]", stderr)
+	model := fs.String("model", "", "default model `provider/name` for infer and agent tasks without one")
+	asJSON := fs.Bool("json", false, "print one JSON object on stdout instead of text on stderr")
+	files, code, ok := parseInterspersed(fs, args)
+	if !ok {
+		return code
+	}
+	if len(files) == 0 {
+		fmt.Fprintln(stderr, "nika check: no file given")
+		fs.Usage()
+		return exitUsage
+	}
+	results, _ := checkFiles(files, *model, stderr)
+	if *asJSON {
+		if err := spec.WriteJSON(stdout, results); err != nil {
+			return exitEnv
+		}
+	} else {
+		spec.WriteText(stderr, results, spec.TextOptions{Snippet: true})
+	}
+	for _, r := range results {
+		if !r.Valid() {
+			return exitUsage
+		}
+	}
+	return exitOK
+}
+
+func cmdGraph(args []string, stdout, stderr io.Writer) int {
+	fs := newFlagSet("graph", "nika graph FILE [--format mermaid|dot|json] [--model M]", stderr)
+	format := fs.String("format", "mermaid", "output format: mermaid, dot or json")
+	model := fs.String("model", "", "default model `provider/name` for infer and agent tasks without one")
+	files, code, ok := parseInterspersed(fs, args)
+	if !ok {
+		return code
+	}
+	if len(files) != 1 {
+		fmt.Fprintln(stderr, "nika graph: give exactly one file")
+		fs.Usage()
+		return exitUsage
+	}
+	if *format != "mermaid" && *format != "dot" && *format != "json" {
+		fmt.Fprintf(stderr, "nika graph: unknown format %q (use mermaid, dot or json)\n", *format)
+		return exitUsage
+	}
+	results, analyses := checkFiles(files, *model, stderr)
+	if !results[0].Valid() {
+		spec.WriteText(stderr, results, spec.TextOptions{Snippet: true})
+		return exitUsage
+	}
+	g := analyses[0].Graph
+	var buf bytes.Buffer
+	var err error
+	switch *format {
+	case "mermaid":
+		err = g.WriteMermaid(&buf)
+	case "dot":
+		err = g.WriteDOT(&buf)
+	case "json":
+		enc := json.NewEncoder(&buf)
+		enc.SetEscapeHTML(false)
+		err = enc.Encode(g.JSON())
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "nika graph: %v\n", err)
+		return exitEnv
+	}
+	stdout.Write(buf.Bytes())
+	return exitOK
+}
+
+func cmdExplain(args []string, stdout, stderr io.Writer) int {
+	fs := newFlagSet("explain", "nika explain NIKA-XXX-NNN", stderr)
+	codes, code, ok := parseInterspersed(fs, args)
+	if !ok {
+		return code
+	}
+	if len(codes) != 1 {
+		fmt.Fprintln(stderr, "nika explain: give exactly one code, e.g. nika explain NIKA-PARSE-005")
+		return exitUsage
+	}
+	id := strings.ToUpper(strings.TrimSpace(codes[0]))
+	text, found := spec.Explain(id)
+	if !found {
+		ids := make([]string, 0)
+		for _, c := range spec.Codes() {
+			ids = append(ids, c.ID)
+		}
+		hint := ""
+		if s := nearest(id, ids); s != "" {
+			hint = fmt.Sprintf(" (did you mean %s?)", s)
+		}
+		fmt.Fprintf(stderr, "nika explain: %q is not an allocated code%s\n", codes[0], hint)
+		return exitUsage
+	}
+	fmt.Fprint(stdout, strings.TrimRight(text, "\n")+"\n")
+	return exitOK
+}
+
+// nearest picks the code with the longest common prefix, to help typos.
+func nearest(s string, ids []string) string {
+	best, bestN := "", 0
+	for _, id := range ids {
+		n := 0
+		for n < len(s) && n < len(id) && s[n] == id[n] {
+			n++
+		}
+		if n > bestN {
+			best, bestN = id, n
+		}
+	}
+	if bestN < len("NIKA-")+2 {
+		return ""
+	}
+	return best
+}
+
+func cmdSchema(args []string, stdout, stderr io.Writer) int {
+	fs := newFlagSet("schema", "nika schema", stderr)
+	rest, code, ok := parseInterspersed(fs, args)
+	if !ok {
+		return code
+	}
+	if len(rest) != 0 {
+		fmt.Fprintln(stderr, "nika schema: takes no arguments")
+		return exitUsage
+	}
+	stdout.Write(spec.WorkflowSchema())
+	return exitOK
+}
+
+var _ = exitFailure

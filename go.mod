@@ -1,0 +1,14 @@
+module github.com/nikahq/nika
+
+go 1.26
+
+require (
+	github.com/dominikbraun/graph v0.23.0
+	github.com/expr-lang/expr v1.17.8
+	github.com/goccy/go-yaml v1.19.2
+	github.com/itchyny/gojq v0.12.20
+	github.com/santhosh-tekuri/jsonschema/v6 v6.0.3
+	golang.org/x/text v0.14.0
+)
+
+require github.com/itchyny/timefmt-go v0.1.9 // indirect

@@ -1,0 +1,34 @@
+// Package expr is nika's expression front end: the `${{ }}` placeholder
+// scanner and the compilation of expressions with github.com/expr-lang/expr,
+// patched with nika's semantics (LANGUAGE.md §4, DECISIONS.md D13, D14, D43).
+//
+// The package is a leaf: it imports nothing else from this module. It reports
+// problems as values (ScanError, Issue, EvalError) carrying NIKA codes and byte
+// offsets relative to its input; the caller (package spec, and the runtime)
+// turns them into findings and errors with file positions.
+//
+// # Pipeline
+//
+// Compile parses the source with expr's parser and then:
+//
+//  1. analyses the raw tree: references to the namespace roots (Refs), unknown
+//     names (NIKA-VAR-001), `now()`, malformed `has()`, chained comparisons
+//     (D43) and too-deep nesting (NIKA-VAR-005);
+//  2. rewrites the CEL-style compatibility forms before type checking
+//     (`x.size()`, `x.contains(s)`, `x.startsWith(s)`, `x.endsWith(s)`,
+//     `has(e.f)`, `null`) and turns `==`/`!=` into deep equality;
+//  3. type-checks with expr's checker against the static types of the
+//     environment (D13); a type error it proves is NIKA-VAR-005;
+//  4. rewrites, using the types just computed, the operations whose run-time
+//     behaviour nika defines differently from expr (D14): boolean operands of
+//     `&&`, `||`, `!`, `?:` and predicates, `in`, the string operators,
+//     non-integral indexes; nodes whose static type already proves the rule
+//     are left alone;
+//  5. compiles to expr bytecode (without expr's optimizer, whose folding
+//     assumes expr's own semantics).
+//
+// The expr configuration (function table, builtins, limits) is built once,
+// at package initialisation, and never mutated afterwards; each compilation
+// works on its own shallow copy, so Compile and Program.Eval are safe for
+// concurrent use.
+package expr

@@ -1,0 +1,421 @@
+package spec
+
+import (
+	"bytes"
+	"fmt"
+	"math"
+	"regexp"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/goccy/go-yaml/ast"
+	"github.com/goccy/go-yaml/parser"
+	"github.com/goccy/go-yaml/token"
+)
+
+// Parse reads one workflow file into an AST whose every node keeps its
+// position. The findings are the YAML-level ones (PARSE-001 syntax and
+// profile, PARSE-017 duplicate keys, PARSE-019 non-string keys and integers
+// outside int64). On a syntax error the File has no Root and the syntax error
+// is the only finding (LANGUAGE.md §9.2). Parse never panics.
+func Parse(name string, src []byte) (f *File, findings []Finding) {
+	src = bytes.TrimPrefix(src, []byte("\xef\xbb\xbf"))
+	f = &File{Name: name, Src: src, lineStart: lineStarts(src)}
+	p := &yamlParser{file: f, anchors: map[string]*Node{}}
+	defer func() {
+		if r := recover(); r != nil {
+			f.Root = nil
+			findings = []Finding{p.newFinding(CodeParseSyntax, Pos{Line: 1, Column: 1}, "",
+				fmt.Sprintf("the YAML parser failed: %v", r), "Check the file's YAML syntax near the top of the file.")}
+		}
+	}()
+	if !utf8.Valid(src) {
+		off := firstInvalidUTF8(src)
+		pos := f.posOfOffset(off)
+		return f, []Finding{p.newFinding(CodeParseSyntax, pos, "", "the file is not valid UTF-8",
+			"Save the file as UTF-8; the first invalid byte is here.")}
+	}
+	astFile, err := parser.ParseBytes(src, 0, parser.AllowDuplicateMapKey())
+	if err != nil {
+		return f, []Finding{p.syntaxFinding(err)}
+	}
+	var docs []*ast.DocumentNode
+	for _, d := range astFile.Docs {
+		if d != nil && d.Body != nil {
+			docs = append(docs, d)
+		}
+	}
+	if len(docs) == 0 {
+		f.Root = &Node{Kind: KindNull, Pos: Pos{Line: 1, Column: 1}}
+		return f, nil
+	}
+	f.Root = p.convert(docs[0].Body)
+	for _, d := range docs[1:] {
+		pos := p.pos(d.Body.GetToken())
+		if d.Start != nil {
+			pos = p.pos(d.Start)
+		}
+		p.add(CodeParseSyntax, pos, "", "a second YAML document",
+			"A workflow file holds exactly one YAML document: remove the `---` separator and what follows, or move it to its own file.")
+		break
+	}
+	return f, p.findings
+}
+
+type yamlParser struct {
+	file     *File
+	anchors  map[string]*Node
+	findings []Finding
+}
+
+func (p *yamlParser) newFinding(code string, pos Pos, path, msg, detail string) Finding {
+	return newFinding(p.file.Name, code, pos, path, msg, detail)
+}
+
+func (p *yamlParser) add(code string, pos Pos, path, msg, detail string) {
+	p.findings = append(p.findings, p.newFinding(code, pos, path, msg, detail))
+}
+
+func (p *yamlParser) syntaxFinding(err error) Finding {
+	type tokenError interface {
+		GetToken() *token.Token
+		GetMessage() string
+	}
+	pos := Pos{Line: 1, Column: 1}
+	msg := err.Error()
+	if te, ok := err.(tokenError); ok {
+		msg = te.GetMessage()
+		if tok := te.GetToken(); tok != nil && tok.Position != nil {
+			pos = p.pos(tok)
+		}
+	}
+	detail := "Fix the YAML syntax at this position."
+	if line := p.file.Line(pos.Line); strings.Contains(msg, "'\t'") || (strings.Contains(line, "\t") && strings.TrimLeft(line, " \t") != line && strings.ContainsRune(line[:len(line)-len(strings.TrimLeft(line, " \t"))], '\t')) {
+		msg = "a tab character in indentation"
+		detail = "YAML indents with spaces only: replace the tab with spaces."
+	}
+	return p.newFinding(CodeParseSyntax, pos, "", "YAML syntax error: "+oneLine(msg), detail)
+}
+
+// pos converts a goccy token position (rune columns) into a Pos with a byte
+// offset computed from the source, which is authoritative.
+func (p *yamlParser) pos(tok *token.Token) Pos {
+	if tok == nil || tok.Position == nil {
+		return Pos{Line: 1, Column: 1}
+	}
+	return p.file.posOfLineCol(tok.Position.Line, tok.Position.Column)
+}
+
+func (f *File) posOfLineCol(line, col int) Pos {
+	if line < 1 {
+		line = 1
+	}
+	if line > len(f.lineStart) {
+		line = len(f.lineStart)
+	}
+	if col < 1 {
+		col = 1
+	}
+	off := f.lineStart[line-1]
+	for i := 1; i < col && off < len(f.Src) && f.Src[off] != '\n'; i++ {
+		_, size := utf8.DecodeRune(f.Src[off:])
+		off += size
+	}
+	return Pos{Line: line, Column: col, Offset: off}
+}
+
+func (f *File) posOfOffset(off int) Pos {
+	if off > len(f.Src) {
+		off = len(f.Src)
+	}
+	line := 1
+	for line < len(f.lineStart) && f.lineStart[line] <= off {
+		line++
+	}
+	col := 1 + utf8.RuneCount(f.Src[f.lineStart[line-1]:off])
+	return Pos{Line: line, Column: col, Offset: off}
+}
+
+// Advance returns the position n bytes after p on the same line.
+func (f *File) Advance(p Pos, n int) Pos {
+	if n <= 0 || p.Offset+n > len(f.Src) {
+		return p
+	}
+	return Pos{Line: p.Line, Column: p.Column + utf8.RuneCount(f.Src[p.Offset:p.Offset+n]), Offset: p.Offset + n}
+}
+
+func lineStarts(src []byte) []int {
+	starts := []int{0}
+	for i, b := range src {
+		if b == '\n' {
+			starts = append(starts, i+1)
+		}
+	}
+	return starts
+}
+
+func firstInvalidUTF8(b []byte) int {
+	for i := 0; i < len(b); {
+		r, size := utf8.DecodeRune(b[i:])
+		if r == utf8.RuneError && size <= 1 {
+			return i
+		}
+		i += size
+	}
+	return 0
+}
+
+var allowedTags = map[string]bool{"!!str": true, "!!int": true, "!!float": true, "!!bool": true, "!!null": true, "!!seq": true, "!!map": true}
+
+func (p *yamlParser) convert(n ast.Node) *Node {
+	switch v := n.(type) {
+	case nil:
+		return &Node{Kind: KindNull}
+	case *ast.DocumentNode:
+		return p.convert(v.Body)
+	case *ast.AnchorNode:
+		target := p.convert(v.Value)
+		name := ""
+		if v.Name != nil {
+			name = v.Name.GetToken().Value
+		}
+		target.Anchor = name
+		if target.Pos.Line == 0 {
+			target.Pos = p.pos(v.GetToken())
+		}
+		p.anchors[name] = target
+		return target
+	case *ast.AliasNode:
+		name := ""
+		if v.Value != nil {
+			name = v.Value.GetToken().Value
+		}
+		return &Node{Kind: KindAlias, Alias: name, Target: p.anchors[name], Pos: p.pos(v.GetToken())}
+	case *ast.TagNode:
+		tag := v.Start.Value
+		pos := p.pos(v.Start)
+		if !allowedTags[tag] {
+			p.add(CodeParseSyntax, pos, "", fmt.Sprintf("the YAML tag %q is not allowed", tag),
+				"Remove the tag: nika accepts only the core tags !!str, !!int, !!float, !!bool, !!null, !!seq and !!map.")
+			out := p.convert(v.Value)
+			return out
+		}
+		out := p.convert(v.Value)
+		if tag == "!!str" && out.IsScalar() && out.Kind != KindString {
+			out.Kind, out.Style = KindString, StylePlain
+		}
+		out.Pos = pos
+		return out
+	case *ast.MappingNode:
+		out := &Node{Kind: KindMap, Pos: p.pos(v.GetToken()), Style: StyleBlock}
+		if v.IsFlowStyle {
+			out.Style = StyleFlow
+		}
+		for _, mv := range v.Values {
+			p.addPair(out, mv)
+		}
+		if len(v.Values) > 0 && !v.IsFlowStyle {
+			out.Pos = p.keyPos(v.Values[0])
+		}
+		p.checkDuplicates(out)
+		return out
+	case *ast.MappingValueNode:
+		out := &Node{Kind: KindMap, Style: StyleBlock}
+		p.addPair(out, v)
+		out.Pos = p.keyPos(v)
+		return out
+	case *ast.SequenceNode:
+		out := &Node{Kind: KindSeq, Pos: p.pos(v.GetToken()), Style: StyleBlock}
+		if v.IsFlowStyle {
+			out.Style = StyleFlow
+		}
+		for _, item := range v.Values {
+			out.Items = append(out.Items, p.convert(item))
+		}
+		return out
+	case *ast.LiteralNode:
+		out := &Node{Kind: KindString, Pos: p.pos(v.GetToken()), Style: StyleLiteral}
+		if strings.HasPrefix(v.Start.Value, ">") {
+			out.Style = StyleFolded
+		}
+		if v.Value != nil {
+			out.Str = v.Value.Value
+		}
+		out.End = Pos{Line: out.Pos.Line + 1}
+		return out
+	case *ast.MergeKeyNode:
+		p.add(CodeParseSyntax, p.pos(v.GetToken()), "", "the YAML merge key `<<` is not allowed",
+			"Write the keys out, or reuse a whole value with an alias (`*name`).")
+		return &Node{Kind: KindNull, Pos: p.pos(v.GetToken())}
+	case *ast.CommentGroupNode, *ast.CommentNode:
+		return &Node{Kind: KindNull}
+	}
+	return p.scalar(n)
+}
+
+func (p *yamlParser) keyPos(mv *ast.MappingValueNode) Pos {
+	if mv.Key != nil {
+		return p.convertKeyPos(mv.Key)
+	}
+	return p.pos(mv.GetToken())
+}
+
+func (p *yamlParser) convertKeyPos(k ast.MapKeyNode) Pos {
+	if mk, ok := k.(*ast.MappingKeyNode); ok {
+		return p.pos(mk.GetToken())
+	}
+	if t, ok := k.(*ast.TagNode); ok {
+		return p.pos(t.Start)
+	}
+	return p.pos(k.GetToken())
+}
+
+func (p *yamlParser) addPair(m *Node, mv *ast.MappingValueNode) {
+	var keyAST ast.Node = mv.Key
+	if mk, ok := mv.Key.(*ast.MappingKeyNode); ok {
+		keyAST = mk.Value
+	}
+	key := p.convert(keyAST)
+	if key.Pos.Line == 0 {
+		key.Pos = p.pos(mv.GetToken())
+	}
+	val := p.convert(mv.Value)
+	if val.Pos.Line == 0 {
+		// An empty value (`key:`): point just after the colon.
+		val.Pos = p.pos(mv.GetToken())
+	}
+	if _, isMerge := keyAST.(*ast.MergeKeyNode); isMerge {
+		return
+	}
+	if d := key.Deref(); d == nil || d.Kind != KindString {
+		p.add(CodeParseShape, key.Pos, "", fmt.Sprintf("a mapping key is a %s, not a string", key.Kind),
+			"Quote the key so it is a string, e.g. \"1\": or \"true\":.")
+	} else if key.Kind == KindAlias {
+		key = &Node{Kind: KindString, Str: d.Str, Pos: key.Pos, End: key.End}
+	}
+	m.Pairs = append(m.Pairs, &Pair{Key: key, Value: val})
+}
+
+func (p *yamlParser) checkDuplicates(m *Node) {
+	if len(m.Pairs) < 2 {
+		return
+	}
+	seen := make(map[string]*Pair, len(m.Pairs))
+	for _, pr := range m.Pairs {
+		if pr.Key.Kind != KindString {
+			continue
+		}
+		if first, dup := seen[pr.Key.Str]; dup {
+			p.add(CodeParseDuplicateKey, pr.Key.Pos, "", fmt.Sprintf("duplicate key %q", pr.Key.Str),
+				fmt.Sprintf("The key %q is already set at %s: remove one of them or merge their contents.", pr.Key.Str, first.Key.Pos))
+			continue
+		}
+		seen[pr.Key.Str] = pr
+	}
+}
+
+func (p *yamlParser) scalar(n ast.Node) *Node {
+	tok := n.GetToken()
+	out := &Node{Pos: p.pos(tok)}
+	raw := strings.TrimSpace(tok.Origin)
+	out.End = Pos{Line: out.Pos.Line + strings.Count(raw, "\n")}
+	switch tok.Type {
+	case token.SingleQuoteType:
+		out.Kind, out.Style, out.Str = KindString, StyleSingleQuoted, tok.Value
+		return out
+	case token.DoubleQuoteType:
+		out.Kind, out.Style, out.Str = KindString, StyleDoubleQuoted, tok.Value
+		return out
+	}
+	if sn, ok := n.(*ast.StringNode); ok && (strings.HasPrefix(raw, "'") || strings.HasPrefix(raw, "\"")) {
+		out.Kind, out.Str = KindString, sn.Value
+		out.Style = StyleDoubleQuoted
+		if raw[0] == '\'' {
+			out.Style = StyleSingleQuoted
+		}
+		return out
+	}
+	text := tok.Value
+	if sn, ok := n.(*ast.StringNode); ok {
+		text = sn.Value
+	}
+	if _, isNull := n.(*ast.NullNode); isNull && tok.Type != token.NullType {
+		text = "" // an empty value
+	}
+	p.retype(out, text)
+	return out
+}
+
+var (
+	reInt   = regexp.MustCompile(`^[-+]?[0-9]+$`)
+	reOct   = regexp.MustCompile(`^0o[0-7]+$`)
+	reHex   = regexp.MustCompile(`^0x[0-9a-fA-F]+$`)
+	reFloat = regexp.MustCompile(`^[-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?$`)
+)
+
+// retype applies the YAML 1.2 core schema to a plain scalar's text (D12).
+func (p *yamlParser) retype(out *Node, text string) {
+	out.Str = text
+	switch text {
+	case "", "~", "null", "Null", "NULL":
+		out.Kind = KindNull
+		return
+	case "true", "True", "TRUE":
+		out.Kind, out.Bool = KindBool, true
+		return
+	case "false", "False", "FALSE":
+		out.Kind = KindBool
+		return
+	case ".inf", ".Inf", ".INF", "+.inf", "+.Inf", "+.INF":
+		out.Kind, out.Float = KindFloat, math.Inf(1)
+		return
+	case "-.inf", "-.Inf", "-.INF":
+		out.Kind, out.Float = KindFloat, math.Inf(-1)
+		return
+	case ".nan", ".NaN", ".NAN":
+		out.Kind, out.Float = KindFloat, math.NaN()
+		return
+	}
+	var (
+		i   int64
+		err error
+		isI = true
+	)
+	switch {
+	case reInt.MatchString(text):
+		i, err = strconv.ParseInt(text, 10, 64)
+	case reOct.MatchString(text):
+		i, err = strconv.ParseInt(text[2:], 8, 64)
+	case reHex.MatchString(text):
+		i, err = strconv.ParseInt(text[2:], 16, 64)
+	default:
+		isI = false
+	}
+	if isI {
+		out.Kind = KindInt
+		if err != nil {
+			p.add(CodeParseShape, out.Pos, "", fmt.Sprintf("the integer %s does not fit in 64 bits", text),
+				"Use an integer between -9223372036854775808 and 9223372036854775807, or quote it to make it a string.")
+			out.Kind = KindString
+			return
+		}
+		out.Int = i
+		return
+	}
+	if reFloat.MatchString(text) {
+		if f, err := strconv.ParseFloat(text, 64); err == nil {
+			out.Kind, out.Float = KindFloat, f
+			return
+		}
+	}
+	out.Kind = KindString
+}
+
+func oneLine(s string) string {
+	s = strings.TrimSpace(s)
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		s = s[:i]
+	}
+	return s
+}
