@@ -160,15 +160,27 @@ func deref(n *Node) *Node {
 	return &Node{Kind: KindNull, Pos: n.Pos}
 }
 
-// kindName describes a node's type for messages.
-func kindName(n *Node) string { return deref(n).Kind.String() }
+// kindName describes a node's type for messages, with its article.
+func kindName(n *Node) string { return withArticle(deref(n).Kind.String()) }
+
+// withArticle prefixes a type name with "a" or "an".
+func withArticle(s string) string {
+	if s == "" || s == "null" {
+		return "null"
+	}
+	switch s[0] {
+	case 'a', 'e', 'i', 'o', 'u':
+		return "an " + s
+	}
+	return "a " + s
+}
 
 // expectKind reports a PARSE-019 (or the given code) when n is not of kind k.
 func (c *checker) expectKind(code string, n *Node, path string, k Kind, what string) bool {
 	if deref(n).Kind == k {
 		return true
 	}
-	c.errorf(code, n, path, fmt.Sprintf("Write %s as a %s.", what, k), "%s must be a %s, not a %s", what, k, kindName(n))
+	c.errorf(code, n, path, fmt.Sprintf("Write %s as %s.", what, withArticle(k.String())), "%s must be %s, not %s", what, withArticle(k.String()), kindName(n))
 	return false
 }
 

@@ -39,7 +39,7 @@ func (c *checker) envelope() {
 	d := deref(root)
 	if d.Kind != KindMap {
 		c.errorf(CodeParseMissing, root, "", "Start the file with `nika: v1`, `workflow: <id>` and a `tasks:` list.",
-			"the workflow must be a mapping, not a %s", kindName(root))
+			"the workflow must be a mapping, not %s", kindName(root))
 		return
 	}
 	c.unknownKeys(d, "", "the workflow envelope", envelopeKeys, envelopeHints)
@@ -217,7 +217,7 @@ func (c *checker) typedVar(decl *VarDecl, v *Node, path string) {
 	}
 	if val != nil && !matchesType(val, t) {
 		c.errorf(CodeParseTypedVar, dp.Value, path+".default", fmt.Sprintf("Give a default of type %s, or change `type`.", t),
-			"the default is a %s, not a %s", jsonType(val), t)
+			"the default is %s, not %s", withArticle(jsonType(val)), withArticle(t))
 		return
 	}
 	decl.Default, decl.HasDefault = val, true

@@ -177,12 +177,12 @@ func (c *checker) expressions() {
 			}
 			if ok && (s.kind == siteWhen || s.kind == siteFinallyWhen) && prog.Type != expr.Any && prog.Type != expr.Bool {
 				c.errorAt(CodeVarStatic, pos, s.tmpl.Path, "Make the condition a boolean, e.g. compare it: `${{ size(x) > 0 }}`.",
-					fmt.Sprintf("`when` must be a boolean expression, but this one is a %s", prog.Type))
+					fmt.Sprintf("`when` must be a boolean expression, but this one is %s", withArticle(prog.Type.String())))
 				ok = false
 			}
 			if ok && s.kind == siteForEach && prog.Type != expr.Any && prog.Type != expr.Array {
 				c.errorAt(CodeVarStatic, pos, s.tmpl.Path, "Give `for_each` an expression that yields a list.",
-					fmt.Sprintf("`for_each` must yield a list, but this expression is a %s", prog.Type))
+					fmt.Sprintf("`for_each` must yield a list, but this expression is %s", withArticle(prog.Type.String())))
 				ok = false
 			}
 			s.tmpl.Parts = append(s.tmpl.Parts, TemplatePart{Text: seg.Text, Program: prog})

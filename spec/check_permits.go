@@ -13,7 +13,7 @@ import (
 func (c *checker) permits(n *Node) {
 	v := deref(n)
 	if v.Kind != KindMap {
-		c.errorf(CodeParseShape, n, "permits", "Write `permits` as a mapping with fs, net, exec and tools.", "`permits` must be a mapping, not a %s", kindName(n))
+		c.errorf(CodeParseShape, n, "permits", "Write `permits` as a mapping with fs, net, exec and tools.", "`permits` must be a mapping, not %s", kindName(n))
 		return
 	}
 	c.noPlaceholders(n, "permits", "`permits`")
@@ -26,7 +26,7 @@ func (c *checker) permits(n *Node) {
 			return []string{}
 		}
 		if d.Kind != KindSeq {
-			c.errorf(CodeParseShape, n, path, fmt.Sprintf("Write %s as a list of strings.", what), "%s must be a list, not a %s", what, kindName(n))
+			c.errorf(CodeParseShape, n, path, fmt.Sprintf("Write %s as a list of strings.", what), "%s must be a list, not %s", what, kindName(n))
 			ok = false
 			return nil
 		}

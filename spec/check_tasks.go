@@ -26,7 +26,7 @@ func (c *checker) taskList(n *Node) {
 		return
 	}
 	if v.Kind != KindSeq {
-		c.errorf(CodeParseShape, n, "tasks", "Write `tasks:` as a list of `- id: …` items.", "`tasks` must be a list, not a %s", kindName(n))
+		c.errorf(CodeParseShape, n, "tasks", "Write `tasks:` as a list of `- id: …` items.", "`tasks` must be a list, not %s", kindName(n))
 		return
 	}
 	if len(v.Items) == 0 {
@@ -39,7 +39,7 @@ func (c *checker) taskList(n *Node) {
 		t := &taskState{Task: &Task{Index: i, Node: item}, path: path, node: deref(item),
 			depNodes: map[string]*Node{}, withKeys: map[string]*Node{}, withUsed: map[string]bool{}, bindings: map[string]bool{}}
 		if t.node.Kind != KindMap {
-			c.errorf(CodeParseShape, item, path, "Write each task as a mapping: `- id: name` followed by its fields.", "a task must be a mapping, not a %s", kindName(item))
+			c.errorf(CodeParseShape, item, path, "Write each task as a mapping: `- id: name` followed by its fields.", "a task must be a mapping, not %s", kindName(item))
 			continue
 		}
 		c.tasks = append(c.tasks, t)
@@ -172,7 +172,7 @@ func (c *checker) dependsOn(t *taskState) {
 	path := t.path + ".depends_on"
 	v := deref(n)
 	if v.Kind != KindSeq {
-		c.errorf(CodeParseShape, n, path, "Write `depends_on` as a list of task ids, e.g. `depends_on: [fetch]`.", "`depends_on` must be a list, not a %s", kindName(n))
+		c.errorf(CodeParseShape, n, path, "Write `depends_on` as a list of task ids, e.g. `depends_on: [fetch]`.", "`depends_on` must be a list, not %s", kindName(n))
 		return
 	}
 	for i, item := range v.Items {
@@ -182,7 +182,7 @@ func (c *checker) dependsOn(t *taskState) {
 		}
 		d := deref(item)
 		if d.Kind != KindString {
-			c.errorf(CodeParseShape, item, ip, "Write the id of a task as a string.", "a `depends_on` entry must be a task id, not a %s", kindName(item))
+			c.errorf(CodeParseShape, item, ip, "Write the id of a task as a string.", "a `depends_on` entry must be a task id, not %s", kindName(item))
 			continue
 		}
 		if _, dup := t.depNodes[d.Str]; dup {
@@ -207,7 +207,7 @@ func (c *checker) when(t *taskState, n *Node) {
 		}
 	default:
 		c.errorf(CodeParseShape, n, path, "Write `when: true`, `when: false`, or one expression such as `when: ${{ tasks.a.status == 'success' }}`.",
-			"`when` must be a boolean or an expression, not a %s", kindName(n))
+			"`when` must be a boolean or an expression, not %s", kindName(n))
 	}
 }
 
@@ -223,7 +223,7 @@ func (c *checker) forEach(t *taskState, n *Node) {
 		}
 	default:
 		c.errorf(CodeParseShape, n, path, "Write `for_each` as a list, or as one expression that yields a list: `for_each: ${{ vars.items }}`.",
-			"`for_each` must be a list or an expression, not a %s", kindName(n))
+			"`for_each` must be a list or an expression, not %s", kindName(n))
 	}
 }
 
@@ -233,7 +233,7 @@ func (c *checker) retry(n *Node, path string) *Retry {
 	v := deref(n)
 	if v.Kind != KindMap {
 		c.errorf(CodeParseRetry, n, path, "Write `retry: { max_attempts: 3 }` (and optionally backoff_ms, backoff_strategy, backoff_max_ms, jitter, on_codes).",
-			"`retry` must be a mapping, not a %s", kindName(n))
+			"`retry` must be a mapping, not %s", kindName(n))
 		return nil
 	}
 	c.checkKeys(v, path, "`retry`", []string{"max_attempts", "backoff_ms", "backoff_strategy", "backoff_max_ms", "jitter", "on_codes"}, CodeParseUnknownField)
@@ -363,7 +363,7 @@ func (c *checker) timeout(n *Node, path string) time.Duration {
 	}
 	v := deref(n)
 	if v.Kind != KindString {
-		c.errorf(CodeParseTimeout, n, path, fmt.Sprintf("Write a duration string such as `timeout: \"%ss\"`.", strings.TrimSpace(v.Str)), "`timeout` must be a duration string, not a %s", v.Kind)
+		c.errorf(CodeParseTimeout, n, path, fmt.Sprintf("Write a duration string such as `timeout: \"%ss\"`.", strings.TrimSpace(v.Str)), "`timeout` must be a duration string, not %s", withArticle(v.Kind.String()))
 		return 0
 	}
 	d, why := parseTimeout(v.Str)
@@ -380,7 +380,7 @@ func (c *checker) with(t *taskState, n *Node) {
 		return
 	}
 	if v.Kind != KindMap {
-		c.errorf(CodeParseShape, n, path, "Write `with` as a mapping of names to values.", "`with` must be a mapping, not a %s", kindName(n))
+		c.errorf(CodeParseShape, n, path, "Write `with` as a mapping of names to values.", "`with` must be a mapping, not %s", kindName(n))
 		return
 	}
 	for _, p := range v.Pairs {
@@ -405,7 +405,7 @@ func (c *checker) bindingsOf(t *taskState, n *Node) {
 		return
 	}
 	if v.Kind != KindMap {
-		c.errorf(CodeParseShape, n, path, "Write `output` as a mapping of names to jq programs, e.g. `output: { title: \".title\" }`.", "`output` must be a mapping, not a %s", kindName(n))
+		c.errorf(CodeParseShape, n, path, "Write `output` as a mapping of names to jq programs, e.g. `output: { title: \".title\" }`.", "`output` must be a mapping, not %s", kindName(n))
 		return
 	}
 	for _, p := range v.Pairs {
@@ -423,7 +423,7 @@ func (c *checker) bindingsOf(t *taskState, n *Node) {
 		t.bindings[name] = true
 		d := deref(p.Value)
 		if d.Kind != KindString {
-			c.errorf(CodeParseShape, p.Value, kp, "Write the binding as a jq program in a string, e.g. `\".data.title\"`.", "binding `%s` must be a jq program string, not a %s", name, kindName(p.Value))
+			c.errorf(CodeParseShape, p.Value, kp, "Write the binding as a jq program in a string, e.g. `\".data.title\"`.", "binding `%s` must be a jq program string, not %s", name, kindName(p.Value))
 			continue
 		}
 		if !c.literal(p.Value, kp, "a jq binding") {
@@ -443,7 +443,7 @@ func (c *checker) onError(t *taskState, n *Node) {
 	path := t.path + ".on_error"
 	v := deref(n)
 	if v.Kind != KindMap {
-		c.errorf(CodeParseOnError, n, path, "Write one of `on_error: { recover: … }`, `{ skip: true }` or `{ fail_workflow: true }`.", "`on_error` must be a mapping, not a %s", kindName(n))
+		c.errorf(CodeParseOnError, n, path, "Write one of `on_error: { recover: … }`, `{ skip: true }` or `{ fail_workflow: true }`.", "`on_error` must be a mapping, not %s", kindName(n))
 		return
 	}
 	c.checkKeys(v, path, "`on_error`", []string{"recover", "skip", "fail_workflow", "on_codes"}, CodeParseOnError)
@@ -493,7 +493,7 @@ func (c *checker) onFinally(t *taskState, n *Node) {
 		return
 	}
 	if v.Kind != KindSeq {
-		c.errorf(CodeParseShape, n, path, "Write `on_finally` as a list of steps, each with one verb.", "`on_finally` must be a list, not a %s", kindName(n))
+		c.errorf(CodeParseShape, n, path, "Write `on_finally` as a list of steps, each with one verb.", "`on_finally` must be a list, not %s", kindName(n))
 		return
 	}
 	for i, item := range v.Items {
@@ -544,7 +544,7 @@ func (c *checker) onFinally(t *taskState, n *Node) {
 					item.When = tmpl
 				}
 			default:
-				c.errorf(CodeParseShape, w, ip+".when", "Write a boolean or one expression.", "`when` must be a boolean or an expression, not a %s", kindName(w))
+				c.errorf(CodeParseShape, w, ip+".when", "Write a boolean or one expression.", "`when` must be a boolean or an expression, not %s", kindName(w))
 			}
 		}
 		if to := m.Get("timeout"); to != nil {

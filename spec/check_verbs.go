@@ -37,7 +37,7 @@ func (c *checker) verb(t *taskState, p *Pair, path string, kind siteKind) Value 
 	body := deref(p.Value)
 	if body.Kind != KindMap {
 		c.errorf(CodeParseShape, p.Value, path, fmt.Sprintf("Write `%s` as a mapping of its fields, e.g. `%s: { %s: … }`.", verb, verb, verbRequired[verb][0]),
-			"`%s` must be a mapping, not a %s", verb, kindName(p.Value))
+			"`%s` must be a mapping, not %s", verb, kindName(p.Value))
 		return nil
 	}
 	c.checkKeys(body, path, "`"+verb+"`", verbFields[verb], CodeParseUnknownField)
@@ -85,7 +85,7 @@ func (c *checker) verbField(t *taskState, verb string, f *Pair, path string, kin
 		}
 		if _, isMap := doc.(map[string]any); !isMap {
 			if _, isBool := doc.(bool); !isBool {
-				c.errorf(CodeParseShape, n, path, "Write `schema` as a JSON Schema object, e.g. `{ type: object, properties: { … } }`.", "`schema` must be a JSON Schema object, not a %s", kindName(n))
+				c.errorf(CodeParseShape, n, path, "Write `schema` as a JSON Schema object, e.g. `{ type: object, properties: { … } }`.", "`schema` must be a JSON Schema object, not %s", kindName(n))
 				return nil, false
 			}
 		}
@@ -100,7 +100,7 @@ func (c *checker) verbField(t *taskState, verb string, f *Pair, path string, kin
 		return doc, true
 	case name == "prompt" || name == "system":
 		if d.Kind != KindString {
-			c.errorf(CodeParseShape, n, path, fmt.Sprintf("Write `%s` as a string (use a literal block `|` for several lines).", name), "`%s` must be a string, not a %s", name, kindName(n))
+			c.errorf(CodeParseShape, n, path, fmt.Sprintf("Write `%s` as a string (use a literal block `|` for several lines).", name), "`%s` must be a string, not %s", name, kindName(n))
 			return nil, false
 		}
 		if name == "prompt" && strings.TrimSpace(d.Str) == "" {
@@ -139,18 +139,18 @@ func (c *checker) verbField(t *taskState, verb string, f *Pair, path string, kin
 		return c.command(t, n, path, kind)
 	case name == "env" && verb == "exec":
 		if d.Kind != KindMap {
-			c.errorf(CodeParseShape, n, path, "Write `env` as a mapping of variable names to strings.", "`env` must be a mapping, not a %s", kindName(n))
+			c.errorf(CodeParseShape, n, path, "Write `env` as a mapping of variable names to strings.", "`env` must be a mapping, not %s", kindName(n))
 			return nil, false
 		}
 		for _, p := range d.Pairs {
 			if vk := deref(p.Value).Kind; vk == KindMap || vk == KindSeq {
-				c.errorf(CodeParseShape, p.Value, pathKey(path, p.Key.Str), "Write the value as a string.", "exec env values must be strings, not a %s", kindName(p.Value))
+				c.errorf(CodeParseShape, p.Value, pathKey(path, p.Key.Str), "Write the value as a string.", "exec env values must be strings, not %s", kindName(p.Value))
 				return nil, false
 			}
 		}
 	case name == "cwd" || name == "stdin":
 		if d.Kind != KindString {
-			c.errorf(CodeParseShape, n, path, fmt.Sprintf("Write `%s` as a string.", name), "`%s` must be a string, not a %s", name, kindName(n))
+			c.errorf(CodeParseShape, n, path, fmt.Sprintf("Write `%s` as a string.", name), "`%s` must be a string, not %s", name, kindName(n))
 			return nil, false
 		}
 	case name == "tool":
@@ -199,7 +199,7 @@ func (c *checker) numberIn(n *Node, path, name string, lo, hi float64, integer b
 		}
 		x = d.Float
 	default:
-		c.errorf(CodeParseShape, n, path, fmt.Sprintf("Write `%s` as a number.", name), "`%s` must be a number, not a %s", name, kindName(n))
+		c.errorf(CodeParseShape, n, path, fmt.Sprintf("Write `%s` as a number.", name), "`%s` must be a number, not %s", name, kindName(n))
 		return false
 	}
 	if x < lo || x > hi || x != x {
@@ -217,7 +217,7 @@ func (c *checker) numberIn(n *Node, path, name string, lo, hi float64, integer b
 func (c *checker) modelID(n *Node, path string) bool {
 	d := deref(n)
 	if d.Kind != KindString {
-		c.errorf(CodeParseShape, n, path, "Write the model as `<provider>/<name>`, e.g. `openai/gpt-4o-mini`.", "a model must be a string, not a %s", kindName(n))
+		c.errorf(CodeParseShape, n, path, "Write the model as `<provider>/<name>`, e.g. `openai/gpt-4o-mini`.", "a model must be a string, not %s", kindName(n))
 		return false
 	}
 	prov, name, ok := strings.Cut(d.Str, "/")
@@ -319,12 +319,12 @@ func (c *checker) command(t *taskState, n *Node, path string, kind siteKind) (Va
 		}
 		for i, it := range d.Items {
 			if k := deref(it).Kind; k == KindMap || k == KindSeq {
-				c.errorf(CodeParseShape, it, pathIndex(path, i), "Write each argument as a string; lists and mappings are never spliced.", "argv elements must be strings, not a %s", kindName(it))
+				c.errorf(CodeParseShape, it, pathIndex(path, i), "Write each argument as a string; lists and mappings are never spliced.", "argv elements must be strings, not %s", kindName(it))
 				return nil, false
 			}
 		}
 	default:
-		c.errorf(CodeParseShape, n, path, "Write `command` as a string (run by /bin/sh) or a list of strings (argv).", "`command` must be a string or a list, not a %s", kindName(n))
+		c.errorf(CodeParseShape, n, path, "Write `command` as a string (run by /bin/sh) or a list of strings (argv).", "`command` must be a string or a list, not %s", kindName(n))
 		return nil, false
 	}
 	return c.dataValue(n, path, kind, t), true
@@ -366,7 +366,7 @@ func (c *checker) invokeTool(t *taskState, n *Node, path string) (Value, bool) {
 	}
 	d := deref(n)
 	if d.Kind != KindString {
-		c.errorf(CodeParseShape, n, path, "Write the tool name, e.g. `tool: nika:read`.", "`tool` must be a string, not a %s", kindName(n))
+		c.errorf(CodeParseShape, n, path, "Write the tool name, e.g. `tool: nika:read`.", "`tool` must be a string, not %s", kindName(n))
 		return nil, false
 	}
 	name := d.Str
@@ -413,7 +413,7 @@ func (c *checker) invokeArgs(t *taskState, n *Node, path string, kind siteKind) 
 		return map[string]any{}, true
 	}
 	if d.Kind != KindMap {
-		c.errorf(CodeParseShape, n, path, "Write `args` as a mapping of argument names to values.", "`args` must be a mapping, not a %s", kindName(n))
+		c.errorf(CodeParseShape, n, path, "Write `args` as a mapping of argument names to values.", "`args` must be a mapping, not %s", kindName(n))
 		return nil, false
 	}
 	return c.dataValue(n, path, kind, t), true
@@ -527,7 +527,7 @@ func (c *checker) agentTools(t *taskState, n *Node, path string) (Value, bool) {
 		return []any{}, true
 	}
 	if d.Kind != KindSeq {
-		c.errorf(CodeParseShape, n, path, "Write `tools` as a list of tool globs, e.g. `[\"nika:read\", \"nika:done\"]`.", "`tools` must be a list, not a %s", kindName(n))
+		c.errorf(CodeParseShape, n, path, "Write `tools` as a list of tool globs, e.g. `[\"nika:read\", \"nika:done\"]`.", "`tools` must be a list, not %s", kindName(n))
 		return nil, false
 	}
 	out := []any{}
