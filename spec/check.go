@@ -89,6 +89,7 @@ type checker struct {
 
 	sites          []*exprSite // expression positions, compiled in the expression stage
 	memo           map[memoKey]Value
+	sizes          map[*Node][2]int
 	recoverRefs    []recoverRef
 	secretInPrompt []lintAt
 }

@@ -78,6 +78,46 @@ func (c *checker) dataValue(n *Node, path string, kind siteKind, t *taskState) V
 	if n == nil {
 		return nil
 	}
+	if nodes, bytes := c.expandedSize(n); nodes > maxValueNodes || bytes > maxValueBytes {
+		c.errorf(CodeParseSyntax, n, path, "Write the value out, or reuse smaller anchors: expanded, it would exceed 10,000 nodes or 1 MiB.",
+			"%v", errValueTooLarge)
+		return nil
+	}
+	return c.dataValueRec(n, path, kind, t)
+}
+
+// expandedSize is the number of nodes and string bytes n stands for once
+// its aliases are expanded, memoized per node so that alias bombs cost
+// O(nodes) to measure.
+func (c *checker) expandedSize(n *Node) (nodes, bytes int) {
+	n = n.Deref()
+	if n == nil {
+		return 1, 0
+	}
+	if c.sizes == nil {
+		c.sizes = map[*Node][2]int{}
+	}
+	if s, ok := c.sizes[n]; ok {
+		return s[0], s[1]
+	}
+	c.sizes[n] = [2]int{1, 0} // guards against pathological self-reference
+	nodes, bytes = 1, len(n.Str)
+	add := func(k *Node) {
+		a, b := c.expandedSize(k)
+		nodes, bytes = min(nodes+a, 1<<40), min(bytes+b, 1<<40)
+	}
+	for _, it := range n.Items {
+		add(it)
+	}
+	for _, p := range n.Pairs {
+		bytes += len(p.Key.Str)
+		add(p.Value)
+	}
+	c.sizes[n] = [2]int{nodes, bytes}
+	return nodes, bytes
+}
+
+func (c *checker) dataValueRec(n *Node, path string, kind siteKind, t *taskState) Value {
 	if c.memo == nil {
 		c.memo = map[memoKey]Value{}
 	}
@@ -125,7 +165,7 @@ func (c *checker) dataValue(n *Node, path string, kind siteKind, t *taskState) V
 	case KindSeq:
 		items := make([]any, len(d.Items))
 		for i, it := range d.Items {
-			items[i] = c.dataValue(it, pathIndex(path, i), kind, t)
+			items[i] = c.dataValueRec(it, pathIndex(path, i), kind, t)
 		}
 		out = items
 	case KindMap:
@@ -134,7 +174,7 @@ func (c *checker) dataValue(n *Node, path string, kind siteKind, t *taskState) V
 			if _, dup := m[p.Key.Str]; dup {
 				continue
 			}
-			m[p.Key.Str] = c.dataValue(p.Value, pathKey(path, p.Key.Str), kind, t)
+			m[p.Key.Str] = c.dataValueRec(p.Value, pathKey(path, p.Key.Str), kind, t)
 		}
 		out = m
 	}
