@@ -89,7 +89,9 @@ func (g *Graph) WriteDOT(w io.Writer) error {
 			out.WriteString(" -> ")
 			out.WriteString(dotID(g.ids[s.to]))
 		}
-		out.WriteString(s.rest)
+		// The library writes a zero weight on every statement; it means
+		// nothing for a task graph.
+		out.WriteString(strings.Replace(s.rest, " [  weight=0 ]", "", 1))
 		out.WriteByte('\n')
 	}
 	for _, l := range tail {

@@ -179,3 +179,13 @@ var codeFormat = regexp.MustCompile(`^NIKA-[A-Z]{2,9}(-[A-Z][A-Z0-9_]{1,15})?-[0
 // WellFormedCode reports whether s has the shape of a NIKA code (§8.2),
 // allocated or not.
 func WellFormedCode(s string) bool { return codeFormat.MatchString(s) }
+
+// SuggestCode returns the allocated code nearest to a mistyped one (edit
+// distance ≤ 2, ties alphabetical), or "".
+func SuggestCode(id string) string {
+	ids := make([]string, len(codeTable))
+	for i, c := range codeTable {
+		ids[i] = c.ID
+	}
+	return suggest(strings.ToUpper(id), ids)
+}

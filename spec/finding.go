@@ -1,9 +1,9 @@
 package spec
 
 import (
+	"bytes"
 	"encoding/json"
 	"sort"
-	"strings"
 )
 
 // Severity tells errors, which make a file invalid, from warnings, which never do.
@@ -57,15 +57,24 @@ func (f Finding) MarshalJSON() ([]byte, error) {
 		Message   string   `json:"message"`
 		Detail    string   `json:"detail"`
 		Path      string   `json:"path"`
-		Line      int      `json:"line"`
-		Column    int      `json:"column"`
+		Line      *int     `json:"line"`
+		Column    *int     `json:"column"`
 	}
 	w := wire{Severity: f.Severity, Rule: f.Rule, Namespace: f.Namespace, Category: f.Category,
-		Message: f.Message, Detail: f.Detail, Path: f.Path, Line: f.Pos.Line, Column: f.Pos.Column}
+		Message: f.Message, Detail: f.Detail, Path: f.Path}
 	if f.Code != "" {
 		w.Code = &f.Code
 	}
-	return json.Marshal(w)
+	if f.Pos.IsValid() { // a file that cannot be read has no position: null
+		w.Line, w.Column = &f.Pos.Line, &f.Pos.Column
+	}
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(w); err != nil {
+		return nil, err
+	}
+	return bytes.TrimRight(buf.Bytes(), "\n"), nil
 }
 
 // HasErrors reports whether any finding is an error.
@@ -176,5 +185,3 @@ func isIdent(s string) bool {
 	}
 	return true
 }
-
-var _ = strings.TrimSpace

@@ -19,7 +19,7 @@ func (c *checker) lints() {
 	name := c.file.Name
 	if name != "" && name != "-" && !strings.HasSuffix(name, ".yaml") && !strings.HasSuffix(name, ".yml") {
 		c.warn("file-extension", "PARSE", nil, "", "Rename the file to end in `.nika.yaml`, so editors can bind the JSON Schema (`nika schema`).",
-			"the file name does not end in .nika.yaml")
+			"the file name ends neither in .yaml nor in .yml")
 	}
 	for _, l := range c.secretInPrompt {
 		c.findings = append(c.findings, newWarning(c.file.Name, "secret-in-prompt", "SEC", l.pos, l.path,

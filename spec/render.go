@@ -72,11 +72,12 @@ func FormatFinding(file string, f Finding) string {
 	b.WriteString(string(f.Severity))
 	switch {
 	case f.Code != "":
-		b.WriteString("[" + f.Code + "]")
+		b.WriteString("[" + f.Code + "] ")
 	case f.Rule != "":
-		b.WriteString("[" + f.Rule + "]")
+		b.WriteString("[" + f.Rule + "] ")
+	default:
+		b.WriteString(": ")
 	}
-	b.WriteString(" ")
 	if f.Path != "" {
 		b.WriteString(f.Path + ": ")
 	}

@@ -59,6 +59,10 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	case "schema":
 		return cmdSchema(rest, stdout, stderr)
 	case "version", "--version", "-version":
+		if len(rest) > 0 {
+			fmt.Fprintf(stderr, "nika version: takes no arguments\n")
+			return exitUsage
+		}
 		fmt.Fprintf(stdout, "nika %s%s\n", version, buildSuffix())
 		return exitOK
 	case "help", "-h", "-help", "--help":
@@ -80,36 +84,71 @@ func buildSuffix() string {
 }
 
 // parseInterspersed parses flags that may come before or after positional
-// arguments (D20). It returns the positionals, or the exit code to use.
-func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, int, bool) {
-	var pos []string
+// arguments (D20); `--` ends the flags. Help goes to stdout and exits 0;
+// a bad flag is reported on stderr and exits 2. It returns the
+// positionals, or ok=false with the exit code to use.
+func parseInterspersed(fs *flag.FlagSet, args []string, stdout, stderr io.Writer) (pos []string, code int, ok bool) {
+	var tail []string
+	for i, a := range args {
+		if a == "--" {
+			args, tail = args[:i], args[i+1:]
+			break
+		}
+	}
 	for {
 		if err := fs.Parse(args); err != nil {
 			if errors.Is(err, flag.ErrHelp) {
+				fmt.Fprint(stdout, usageOf(fs))
 				return nil, exitOK, false
 			}
+			fmt.Fprintf(stderr, "nika %s: %v\n%s", fs.Name(), err, usageOf(fs))
 			return nil, exitUsage, false
 		}
 		rest := fs.Args()
 		if len(rest) == 0 {
-			return pos, 0, true
-		}
-		if rest[0] == "--" {
-			return append(pos, rest[1:]...), 0, true
+			return append(pos, tail...), 0, true
 		}
 		pos = append(pos, rest[0])
 		args = rest[1:]
 	}
 }
 
-func newFlagSet(name, synopsis string, stderr io.Writer) *flag.FlagSet {
+// synopses are the usage lines of the subcommands.
+var synopses = map[string]string{
+	"check":   "nika check FILE... [--model M] [--json]",
+	"graph":   "nika graph FILE [--format mermaid|dot|json] [--model M]",
+	"explain": "nika explain NIKA-XXX-NNN",
+	"schema":  "nika schema",
+}
+
+func newFlagSet(name string) *flag.FlagSet {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		fmt.Fprintf(stderr, "Usage: %s\n\nFlags:\n", synopsis)
-		fs.PrintDefaults()
-	}
+	fs.SetOutput(io.Discard) // errors and help are printed by parseInterspersed
+	fs.Usage = func() {}
 	return fs
+}
+
+// usageOf renders a subcommand's usage with GNU-style double-dash flags.
+func usageOf(fs *flag.FlagSet) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "Usage: %s\n", synopses[fs.Name()])
+	first := true
+	fs.VisitAll(func(f *flag.Flag) {
+		if first {
+			b.WriteString("\nFlags:\n")
+			first = false
+		}
+		arg, usage := flag.UnquoteUsage(f)
+		if arg != "" {
+			arg = " " + arg
+		}
+		fmt.Fprintf(&b, "  --%s%s\n      %s", f.Name, arg, usage)
+		if f.DefValue != "" && f.DefValue != "false" {
+			fmt.Fprintf(&b, " (default %q)", f.DefValue)
+		}
+		b.WriteString("\n")
+	})
+	return b.String()
 }
 
 // checkFiles reads and checks each file, returning one result per file.
@@ -148,6 +187,7 @@ func mcpServers(stderr io.Writer) []string {
 		if inner, ok := doc[wrapper]; ok {
 			doc = nil
 			if err := json.Unmarshal(inner, &doc); err != nil {
+				fmt.Fprintf(stderr, "nika: warning: ignoring .nika/mcp_servers.json: %q must map server names to settings\n", wrapper)
 				return nil
 			}
 			break
@@ -162,16 +202,15 @@ func mcpServers(stderr io.Writer) []string {
 }
 
 func cmdCheck(args []string, stdout, stderr io.Writer) int {
-	fs := newFlagSet("check", "nika check FILE... [--model M] [--json]", stderr)
+	fs := newFlagSet("check")
 	model := fs.String("model", "", "default model `provider/name` for infer and agent tasks without one")
 	asJSON := fs.Bool("json", false, "print one JSON object on stdout instead of text on stderr")
-	files, code, ok := parseInterspersed(fs, args)
+	files, code, ok := parseInterspersed(fs, args, stdout, stderr)
 	if !ok {
 		return code
 	}
 	if len(files) == 0 {
-		fmt.Fprintln(stderr, "nika check: no file given")
-		fs.Usage()
+		fmt.Fprint(stderr, "nika check: no file given\n"+usageOf(fs))
 		return exitUsage
 	}
 	results, _ := checkFiles(files, *model, stderr)
@@ -191,16 +230,15 @@ func cmdCheck(args []string, stdout, stderr io.Writer) int {
 }
 
 func cmdGraph(args []string, stdout, stderr io.Writer) int {
-	fs := newFlagSet("graph", "nika graph FILE [--format mermaid|dot|json] [--model M]", stderr)
+	fs := newFlagSet("graph")
 	format := fs.String("format", "mermaid", "output format: mermaid, dot or json")
 	model := fs.String("model", "", "default model `provider/name` for infer and agent tasks without one")
-	files, code, ok := parseInterspersed(fs, args)
+	files, code, ok := parseInterspersed(fs, args, stdout, stderr)
 	if !ok {
 		return code
 	}
 	if len(files) != 1 {
-		fmt.Fprintln(stderr, "nika graph: give exactly one file")
-		fs.Usage()
+		fmt.Fprint(stderr, "nika graph: give exactly one file\n"+usageOf(fs))
 		return exitUsage
 	}
 	if *format != "mermaid" && *format != "dot" && *format != "json" {
@@ -212,6 +250,7 @@ func cmdGraph(args []string, stdout, stderr io.Writer) int {
 		spec.WriteText(stderr, results, spec.TextOptions{Snippet: true})
 		return exitUsage
 	}
+	spec.WriteText(stderr, results, spec.TextOptions{Snippet: true}) // warnings, if any
 	g := analyses[0].Graph
 	var buf bytes.Buffer
 	var err error
@@ -234,8 +273,8 @@ func cmdGraph(args []string, stdout, stderr io.Writer) int {
 }
 
 func cmdExplain(args []string, stdout, stderr io.Writer) int {
-	fs := newFlagSet("explain", "nika explain NIKA-XXX-NNN", stderr)
-	codes, code, ok := parseInterspersed(fs, args)
+	fs := newFlagSet("explain")
+	codes, code, ok := parseInterspersed(fs, args, stdout, stderr)
 	if !ok {
 		return code
 	}
@@ -244,14 +283,13 @@ func cmdExplain(args []string, stdout, stderr io.Writer) int {
 		return exitUsage
 	}
 	id := strings.ToUpper(strings.TrimSpace(codes[0]))
+	if !strings.HasPrefix(id, "NIKA-") {
+		id = "NIKA-" + id
+	}
 	text, found := spec.Explain(id)
 	if !found {
-		ids := make([]string, 0)
-		for _, c := range spec.Codes() {
-			ids = append(ids, c.ID)
-		}
 		hint := ""
-		if s := nearest(id, ids); s != "" {
+		if s := spec.SuggestCode(id); s != "" {
 			hint = fmt.Sprintf(" (did you mean %s?)", s)
 		}
 		fmt.Fprintf(stderr, "nika explain: %q is not an allocated code%s\n", codes[0], hint)
@@ -261,27 +299,9 @@ func cmdExplain(args []string, stdout, stderr io.Writer) int {
 	return exitOK
 }
 
-// nearest picks the code with the longest common prefix, to help typos.
-func nearest(s string, ids []string) string {
-	best, bestN := "", 0
-	for _, id := range ids {
-		n := 0
-		for n < len(s) && n < len(id) && s[n] == id[n] {
-			n++
-		}
-		if n > bestN {
-			best, bestN = id, n
-		}
-	}
-	if bestN < len("NIKA-")+2 {
-		return ""
-	}
-	return best
-}
-
 func cmdSchema(args []string, stdout, stderr io.Writer) int {
-	fs := newFlagSet("schema", "nika schema", stderr)
-	rest, code, ok := parseInterspersed(fs, args)
+	fs := newFlagSet("schema")
+	rest, code, ok := parseInterspersed(fs, args, stdout, stderr)
 	if !ok {
 		return code
 	}
