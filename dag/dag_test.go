@@ -535,14 +535,14 @@ func TestWriteDOT(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := `strict digraph {
-	"a" [  weight=0 ];
-	"b" [  weight=0 ];
-	"c" [  weight=0 ];
-	"d" [  weight=0 ];
-	"a" -> "b" [  weight=0 ];
-	"a" -> "c" [  weight=0 ];
-	"c" -> "d" [  weight=0 ];
-	"b" -> "d" [  weight=0 ];
+	"a";
+	"b";
+	"c";
+	"d";
+	"a" -> "b";
+	"a" -> "c";
+	"c" -> "d";
+	"b" -> "d";
 }
 `
 	if b.String() != want {
@@ -553,7 +553,7 @@ func TestWriteDOT(t *testing.T) {
 	if err := New([]string{`q"x`, `back\slash`}).WriteDOT(&b); err != nil {
 		t.Fatal(err)
 	}
-	want = "strict digraph {\n\t\"q\\\"x\" [  weight=0 ];\n\t\"back\\\\slash\" [  weight=0 ];\n}\n"
+	want = "strict digraph {\n\t\"q\\\"x\";\n\t\"back\\\\slash\";\n}\n"
 	if b.String() != want {
 		t.Errorf("WriteDOT escaping:\n%s\nwant:\n%s", b.String(), want)
 	}
