@@ -51,7 +51,11 @@ func (c *checker) template(n *Node, path string, kind siteKind, t *taskState) *T
 	}
 	if !scan.Whole() {
 		what := siteNames[kind]
-		c.errorf(CodeVarStatic, n, path, fmt.Sprintf("Write %s as exactly one expression, e.g. `${{ tasks.a.status == 'success' }}` (quote it when it holds `: `, ` #`, `?` or braces).", what),
+		example := "`${{ tasks.a.status == 'success' }}`"
+		if kind == siteForEach {
+			example = "`${{ vars.items }}`, or a YAML list"
+		}
+		c.errorf(CodeVarStatic, n, path, fmt.Sprintf("Write %s as exactly one expression, e.g. %s (quote it when it holds `: `, ` #`, `?` or braces).", what, example),
 			"%s must be exactly one `${{ … }}` expression", what)
 		return nil
 	}
