@@ -21,8 +21,11 @@ type Ref struct {
 	// an empty Path.
 	Path []string
 	// Dynamic is true when the first or second selection after the root is
-	// computed (tasks[name], vars.list[i]) — or when the first selection is
-	// not a name (tasks[0]). Path then holds the selections before it.
+	// computed (tasks[name], vars.list[i]) — or when the first selection
+	// after a root that is always an object (all but item and index) is not
+	// a name (tasks[0]). Path then holds the selections before it. A bare
+	// root (keys(tasks), toJSON(vars)) has an empty Path and Dynamic false:
+	// the whole namespace is read.
 	Dynamic bool
 	// InHas is true when the last selection of Path is the last selection of
 	// a has(…) argument (exempt from unknown-field errors, LANGUAGE.md §4.5).
@@ -217,6 +220,10 @@ func memberChain(n ast.Node) ([]*ast.MemberNode, ast.Node) {
 	return sels, n
 }
 
+// isObjectRoot reports whether a root is always an object, so that its
+// first selection must be a name.
+func isObjectRoot(name string) bool { return name != RootItem && name != RootIndex }
+
 // staticKey returns the text of a static selection.
 func staticKey(prop ast.Node, first bool) (string, bool) {
 	switch p := prop.(type) {
@@ -246,7 +253,7 @@ func (a *analysis) chain(n ast.Node, inHas bool) {
 				complete = false
 				break
 			}
-			k, ok := staticKey(s.Property, i == 0)
+			k, ok := staticKey(s.Property, i == 0 && isObjectRoot(id.Value))
 			if !ok {
 				ref.Dynamic = i < 2
 				complete = false

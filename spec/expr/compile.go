@@ -108,10 +108,13 @@ type Program struct {
 // members of a namespace (vars.X, tasks.X, …) are not issues: they appear in
 // Refs, and the caller decides.
 //
-// The returned Program is nil only when the source does not parse. When
-// issues are reported the Program still carries Refs and Type (as far as
-// known) but cannot be evaluated. A panic inside expr is recovered and
-// reported as NIKA-VAR-005.
+// The returned Program is nil when the source is empty, too deeply nested or
+// does not parse (and after a recovered panic). Otherwise it is non-nil even
+// with issues, so that the caller gets Refs for its own checks; such a
+// Program has Type Any and cannot be evaluated. A panic inside expr is
+// recovered and reported as NIKA-VAR-005.
+//
+// Compile is safe for concurrent use.
 func Compile(src string, env Env) (p *Program, issues []Issue) {
 	defer func() {
 		if r := recover(); r != nil {
@@ -142,7 +145,7 @@ func compile(src string, env Env) (*Program, []Issue) {
 		return p, a.issues
 	}
 
-	c := &compilation{a: a}
+	c := &compilation{a: a, cache: &cfg.NtCache}
 	c.rewriteA(&tree.Node)
 
 	cfg.Env = envNature(env, a.refs)
@@ -231,7 +234,6 @@ var goTypeNames = strings.NewReplacer(
 	"map[string]interface {}", "object",
 	"[]interface {}", "array",
 	"interface {}", "any",
-	"float64", "number",
 	"time.Time", "time",
 	"time.Duration", "duration",
 	"<nil>", "null",
@@ -263,7 +265,9 @@ func (a *analysis) typeIssue(err error) Issue {
 // ---- rewrites ----
 
 type compilation struct {
-	a *analysis
+	a     *analysis
+	cache *nature.Cache
+	temps int // temporaries introduced by rewrites
 }
 
 func call(at ast.Node, fn string, args ...ast.Node) *ast.CallNode {
@@ -368,21 +372,10 @@ func (c *compilation) rewriteA(p *ast.Node) {
 			}
 		}
 		if m, ok := n.Callee.(*ast.MemberNode); ok && m.Method {
-			if prop, ok := m.Property.(*ast.StringNode); ok {
-				var repl ast.Node
-				switch {
-				case prop.Value == "size" && len(n.Arguments) == 0:
-					repl = call(n, fnSize, m.Node)
-				case (prop.Value == "contains" || prop.Value == "startsWith" || prop.Value == "endsWith") && len(n.Arguments) == 1:
-					b := &ast.BinaryNode{Operator: prop.Value, Left: m.Node, Right: n.Arguments[0]}
-					b.SetLocation(n.Location())
-					repl = b
-				}
-				if repl != nil {
-					*p = repl
-					eachChild(repl, c.rewriteA)
-					return
-				}
+			if repl := c.compatMethod(n, m); repl != nil {
+				*p = repl
+				eachChild(repl, c.rewriteA)
+				return
 			}
 		}
 	case *ast.BinaryNode:
@@ -399,6 +392,50 @@ func (c *compilation) rewriteA(p *ast.Node) {
 		}
 	}
 	eachChild(*p, c.rewriteA)
+}
+
+// compatMethod rewrites x.size() to size(x) and x.contains(s) (startsWith,
+// endsWith) to the operator form, or returns nil. Under `?.` a null x gives
+// null: x?.size() becomes `let t = x; t == nil ? nil : size(t)`.
+func (c *compilation) compatMethod(n *ast.CallNode, m *ast.MemberNode) ast.Node {
+	prop, ok := m.Property.(*ast.StringNode)
+	if !ok {
+		return nil
+	}
+	build := func(base ast.Node) ast.Node {
+		switch {
+		case prop.Value == "size" && len(n.Arguments) == 0:
+			return call(n, fnSize, base)
+		case (prop.Value == "contains" || prop.Value == "startsWith" || prop.Value == "endsWith") && len(n.Arguments) == 1:
+			b := &ast.BinaryNode{Operator: prop.Value, Left: base, Right: n.Arguments[0]}
+			b.SetLocation(n.Location())
+			return b
+		}
+		return nil
+	}
+	if !m.Optional {
+		return build(m.Node)
+	}
+	c.temps++
+	name := fmt.Sprintf("%%t%d", c.temps)
+	ref := func() ast.Node {
+		id := &ast.IdentifierNode{Value: name}
+		id.SetLocation(m.Node.Location())
+		return id
+	}
+	body := build(ref())
+	if body == nil {
+		return nil
+	}
+	nl := &ast.NilNode{}
+	nl.SetLocation(n.Location())
+	nl2 := &ast.NilNode{}
+	nl2.SetLocation(n.Location())
+	cond := &ast.ConditionalNode{Ternary: true, Cond: call(n, fnEq, ref(), nl), Exp1: nl2, Exp2: body}
+	cond.SetLocation(n.Location())
+	decl := &ast.VariableDeclaratorNode{Name: name, Value: m.Node, Expr: cond}
+	decl.SetLocation(n.Location())
+	return decl
 }
 
 func isBool(n ast.Node) bool { return n.Nature().IsBool() }
@@ -443,6 +480,14 @@ func (c *compilation) rewriteB(p *ast.Node) {
 		c.rewriteB(&n.Exp2)
 		return
 	case *ast.MemberNode:
+		if name, ok := n.Property.(*ast.StringNode); ok && !n.Method && n.Node.Nature().IsUnknown(c.cache) {
+			b := &ast.BoolNode{Value: n.Optional}
+			b.SetLocation(n.Location())
+			w := call(n, fnObj, n.Node, str(n, name.Value), b)
+			n.Node = w
+			c.rewriteB(&w.Arguments[0])
+			return
+		}
 		if _, ok := n.Property.(*ast.StringNode); !ok {
 			prop := n.Property.Nature()
 			if !prop.IsInteger && !prop.IsString() {

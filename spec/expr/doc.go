@@ -13,19 +13,25 @@
 //
 //  1. analyses the raw tree: references to the namespace roots (Refs), unknown
 //     names (NIKA-VAR-001), `now()`, malformed `has()`, chained comparisons
-//     (D43) and too-deep nesting (NIKA-VAR-005);
+//     (D43), a `let` that redeclares a root or a function (NIKA-VAR-005);
 //  2. rewrites the CEL-style compatibility forms before type checking
 //     (`x.size()`, `x.contains(s)`, `x.startsWith(s)`, `x.endsWith(s)`,
-//     `has(e.f)`, `null`) and turns `==`/`!=` into deep equality;
+//     `has(e.f)`, `null`) and turns `==`/`!=` into deep equality, which is
+//     never a type error;
 //  3. type-checks with expr's checker against the static types of the
 //     environment (D13); a type error it proves is NIKA-VAR-005;
 //  4. rewrites, using the types just computed, the operations whose run-time
 //     behaviour nika defines differently from expr (D14): boolean operands of
-//     `&&`, `||`, `!`, `?:` and predicates, `in`, the string operators,
-//     non-integral indexes; nodes whose static type already proves the rule
-//     are left alone;
+//     `&&`, `||`, `!`, `?:` and of predicates, `in`, the string operators,
+//     member access on values of unknown type, non-integral indexes; nodes
+//     whose static type already proves the rule are left alone;
 //  5. compiles to expr bytecode (without expr's optimizer, whose folding
 //     assumes expr's own semantics).
+//
+// Besides the D14 rules, `fromJSON` decodes numbers as LANGUAGE.md §4.3,
+// `toJSON` renders canonical JSON (compact, sorted keys, no HTML escaping),
+// and `keys`, `values` and `toPairs` return their results sorted by key so
+// that evaluation is deterministic.
 //
 // The expr configuration (function table, builtins, limits) is built once,
 // at package initialisation, and never mutated afterwards; each compilation

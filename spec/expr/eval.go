@@ -35,7 +35,12 @@ func (e *EvalError) Error() string { return e.Message }
 // map[string]any (at every depth), a time.Time becomes an RFC 3339 UTC string
 // with milliseconds and a time.Duration its Go string; any other type is an
 // error. Errors are *EvalError. Eval is safe for concurrent use.
-func (p *Program) Eval(values map[string]any) (any, error) {
+func (p *Program) Eval(values map[string]any) (result any, err error) {
+	defer func() {
+		if r := recover(); r != nil { // expr's VM recovers its own panics; this guards normalization
+			result, err = nil, &EvalError{Message: fmt.Sprintf("evaluation failed: %v", r)}
+		}
+	}()
 	if p == nil || p.prog == nil {
 		return nil, &EvalError{Message: "expression has compile errors"}
 	}

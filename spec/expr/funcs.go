@@ -26,6 +26,7 @@ const (
 	fnHas        = "%has"
 	fnBool       = "%bool"
 	fnIdx        = "%idx"
+	fnObj        = "%obj"
 	fnSliceIdx   = "%sliceidx"
 	fnContains   = "%contains"
 	fnStartsWith = "%startsWith"
@@ -60,6 +61,7 @@ func nikaFunctions() []*builtin.Function {
 		{Name: fnHas, Func: fnHasPath, Types: typesOf(new(func(any, ...any) bool))},
 		{Name: fnBool, Func: fnRequireBool, Types: typesOf(new(func(any, string) bool))},
 		{Name: fnIdx, Func: fnIndex, Types: typesOf(new(func(any) any))},
+		{Name: fnObj, Func: fnObject, Types: typesOf(new(func(any, string, bool) any))},
 		{Name: fnSliceIdx, Func: fnSliceIndex, Types: typesOf(new(func(any) int))},
 		{Name: fnContains, Func: stringOp("contains", strings.Contains), Types: typesOf(new(func(any, any) bool))},
 		{Name: fnStartsWith, Func: stringOp("startsWith", strings.HasPrefix), Types: typesOf(new(func(any, any) bool))},
@@ -67,6 +69,7 @@ func nikaFunctions() []*builtin.Function {
 		{Name: fnSize, Func: fnSizeOf, Validate: validateSize},
 		{Name: fnHasU, Func: fnHasUnrewritten, Types: typesOf(new(func(any) bool))},
 		{Name: "fromJSON", Func: fnFromJSON, Types: typesOf(new(func(string) any))},
+		{Name: "toJSON", Func: fnToJSON, Types: typesOf(new(func(any) string))},
 		{Name: "keys", Func: sortedMapFunc(keys.Func), Validate: keys.Validate},
 		{Name: "values", Func: fnSortedValues, Validate: values.Validate},
 		{Name: "toPairs", Func: fnSortedPairs, Validate: toPairs.Validate},
@@ -466,6 +469,37 @@ func fnRequireBool(args ...any) (any, error) {
 	return nil, fmt.Errorf("%s needs a boolean, got %s", args[1], kindName(args[0]))
 }
 
+// ---- member access (D14) ----
+
+// fnObject guards `x.f` (args: x, "f", optional): it returns x when x is an
+// object, and null for a null x under `?.`; a null x without `?.` or any
+// other kind of x is an error.
+func fnObject(args ...any) (any, error) {
+	switch x := args[0].(type) {
+	case map[string]any:
+		return x, nil
+	case nil:
+		if args[2].(bool) {
+			return nil, nil
+		}
+		return nil, fmt.Errorf("cannot read field %s of null (use ?., ?? or has())", args[1])
+	}
+	if reflect.ValueOf(args[0]).Kind() == reflect.Map {
+		return args[0], nil
+	}
+	return nil, fmt.Errorf("cannot read field %s of %s", args[1], withArticle(kindName(args[0])))
+}
+
+func withArticle(kind string) string {
+	switch kind {
+	case "null", "bytes":
+		return kind
+	case "integer", "array", "object":
+		return "an " + kind
+	}
+	return "a " + kind
+}
+
 // ---- indexes (D14) ----
 
 func integral(v any) (int, bool, error) {
@@ -564,8 +598,8 @@ func validateSize(args []reflect.Type) (reflect.Type, error) {
 		return tInt, fmt.Errorf("size() takes one argument, got %d", len(args))
 	}
 	t := args[0]
-	if t == nil {
-		return tInt, nil
+	if t == nil { // the checker passes nil for the null literal
+		return tInt, errors.New("size() needs a string, an array, an object or bytes, got null")
 	}
 	switch t.Kind() {
 	case reflect.Interface, reflect.String, reflect.Slice, reflect.Array, reflect.Map:
@@ -664,6 +698,23 @@ func jsonNumber(s string) (any, error) {
 		return nil, fmt.Errorf("invalid number %q", s)
 	}
 	return f, nil
+}
+
+// fnToJSON renders a value as canonical JSON (compact, object keys sorted,
+// no HTML escaping, bytes as standard base64), like every rendering in nika,
+// instead of expr's indented, HTML-escaped output.
+func fnToJSON(args ...any) (any, error) {
+	v, err := Normalize(args[0])
+	if err != nil {
+		return nil, fmt.Errorf("toJSON: %v", err)
+	}
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, fmt.Errorf("toJSON: %v", err)
+	}
+	return strings.TrimSuffix(buf.String(), "\n"), nil
 }
 
 // ---- deterministic keys(), values(), toPairs() ----

@@ -63,7 +63,7 @@ func (t Template) HasExpr() bool {
 	return false
 }
 
-// ScanError is a malformed placeholder.
+// ScanError is a malformed placeholder. It is a finding, not an error value.
 type ScanError struct {
 	// Offset is the byte offset of the offending "${{".
 	Offset int
@@ -71,8 +71,6 @@ type ScanError struct {
 	Code    string
 	Message string
 }
-
-func (e *ScanError) Error() string { return e.Code + ": " + e.Message }
 
 // ContainsPlaceholder reports whether s contains an unescaped "${{", that is,
 // whether Scan would find a placeholder or report an unclosed one. It is the

@@ -76,7 +76,7 @@ const (
 	RootIndex   = "index"
 )
 
-// Roots lists the namespace roots, in alphabetical order.
+// roots lists the namespace roots, in alphabetical order.
 var roots = [...]string{RootEnv, RootIndex, RootItem, RootSecrets, RootTasks, RootVars, RootWith}
 
 func isRoot(name string) bool {
