@@ -139,9 +139,9 @@ func (f *File) Line(l int) string {
 	start := f.lineStart[l-1]
 	end := len(f.Src)
 	if l < len(f.lineStart) {
-		end = f.lineStart[l] - 1
+		end = f.lineStart[l] - 1 // the break: LF, CR, or the LF of CRLF
 	}
-	if end > start && f.Src[end-1] == '\r' {
+	if end > start && end <= len(f.Src) && end-1 >= 0 && f.Src[end-1] == '\r' {
 		end--
 	}
 	if end < start {

@@ -12,7 +12,7 @@ import (
 
 var (
 	reSpaces     = regexp.MustCompile(`\s+`)
-	rePipeShell  = regexp.MustCompile(`\b(curl|wget)\b[^|;&]*\|\s*(sudo\s+)?(\S*/)?(sh|bash|zsh|dash|ksh|fish)\b`)
+	rePipeShell  = regexp.MustCompile(`\b(curl|wget)\b[^|;&]*\|\s*(sudo(\s+-\S+)*\s+)?(env\s+)?(\S*/)?(sh|bash|zsh|dash|ksh|fish)\b`)
 	reDDDevice   = regexp.MustCompile(`(^|[\s;&|(])dd\s[^;&|]*\bof=/dev/`)
 	reRedirDisk  = regexp.MustCompile(`>>?\s*/dev/(sd|hd|nvme|mmcblk|disk)`)
 	reSplitSimpl = regexp.MustCompile(`\|\||&&|[;&|\n()]`)

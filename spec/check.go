@@ -2,7 +2,9 @@ package spec
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/nikahq/nika/spec/expr"
 )
@@ -239,7 +241,7 @@ func contains(list []string, s string) bool {
 func (c *checker) literal(n *Node, path, what string) bool {
 	d := deref(n)
 	if d.Kind == KindString && expr.ContainsPlaceholder(d.Str) {
-		c.errorAt(CodeVarStatic, c.placeholderPos(n, 0), path,
+		c.errorAt(CodeVarStatic, c.placeholderPos(d, max(strings.Index(d.Str, "${{"), 0)), path,
 			fmt.Sprintf("Write a literal value for %s; expressions are not allowed there.", what),
 			fmt.Sprintf("%s is literal-only; `${{` is not allowed here", what))
 		c.markBad(n)
@@ -251,27 +253,95 @@ func (c *checker) literal(n *Node, path, what string) bool {
 // placeholderPos is the position reported for the placeholder starting at
 // byte offset off of a scalar's decoded text: the `${{` itself when the
 // scalar is plain or single-line quoted, else the scalar (LANGUAGE.md §9.1).
+// The column comes from the source bytes, through the scalar's escapes.
 func (c *checker) placeholderPos(n *Node, off int) Pos {
 	if n.Kind != KindString || n.MultiLine() || n.Pos.Offset >= len(c.file.Src) {
 		return n.Pos
 	}
-	// The k-th "${{" of the decoded text is the k-th "${{" of the source.
-	k := strings.Count(n.Str[:min(off, len(n.Str))], "${{")
-	line := c.file.Line(n.Pos.Line)
-	col0 := n.Pos.Offset - c.file.lineStart[n.Pos.Line-1]
-	if col0 < 0 || col0 > len(line) {
+	src := c.file.Src[n.Pos.Offset:]
+	if i := bytesIndexAny(src, "\r\n"); i >= 0 {
+		src = src[:i]
+	}
+	var at int
+	var ok bool
+	switch n.Style {
+	case StylePlain:
+		at, ok = off, off <= len(src)
+	case StyleSingleQuoted:
+		at, ok = singleQuotedOffset(src, off)
+	case StyleDoubleQuoted:
+		at, ok = doubleQuotedOffset(src, off)
+	}
+	if !ok {
 		return n.Pos
 	}
-	rest := line[col0:]
-	at := 0
-	for i := 0; ; i++ {
-		j := strings.Index(rest[at:], "${{")
-		if j < 0 {
-			return n.Pos
+	return c.file.Advance(n.Pos, at)
+}
+
+func bytesIndexAny(b []byte, chars string) int {
+	for i, ch := range b {
+		if strings.IndexByte(chars, ch) >= 0 {
+			return i
 		}
-		if i == k {
-			return c.file.Advance(n.Pos, at+j)
-		}
-		at += j + 3
 	}
+	return -1
+}
+
+// singleQuotedOffset maps a decoded byte offset to the source offset of a
+// single-quoted scalar (” stands for ').
+func singleQuotedOffset(src []byte, off int) (int, bool) {
+	i, d := 1, 0
+	for d < off {
+		if i >= len(src) {
+			return 0, false
+		}
+		if src[i] == '\'' && i+1 < len(src) && src[i+1] == '\'' {
+			i++
+		}
+		i++
+		d++
+	}
+	return i, true
+}
+
+// doubleQuotedOffset maps a decoded byte offset to the source offset of a
+// double-quoted scalar, through YAML's escapes.
+func doubleQuotedOffset(src []byte, off int) (int, bool) {
+	i, d := 1, 0
+	for d < off {
+		if i >= len(src) {
+			return 0, false
+		}
+		if src[i] != '\\' || i+1 >= len(src) {
+			i++
+			d++
+			continue
+		}
+		var r rune
+		switch e := src[i+1]; e {
+		case 'x', 'u', 'U':
+			n := map[byte]int{'x': 2, 'u': 4, 'U': 8}[e]
+			if i+2+n > len(src) {
+				return 0, false
+			}
+			v, err := strconv.ParseUint(string(src[i+2:i+2+n]), 16, 32)
+			if err != nil {
+				return 0, false
+			}
+			r = rune(v)
+			i += 2 + n
+		case 'N':
+			r, i = 0x85, i+2
+		case '_':
+			r, i = 0xA0, i+2
+		case 'L':
+			r, i = 0x2028, i+2
+		case 'P':
+			r, i = 0x2029, i+2
+		default:
+			r, i = ' ', i+2 // one decoded byte: \t, \n, \", \\, \/, \0, …
+		}
+		d += utf8.RuneLen(r)
+	}
+	return i, d == off
 }

@@ -45,7 +45,7 @@ func (c *checker) envelope() {
 	c.unknownKeys(d, "", "the workflow envelope", envelopeKeys, envelopeHints)
 	for _, req := range []string{"nika", "workflow", "tasks"} {
 		if d.Pair(req) == nil {
-			c.errorf(CodeParseMissing, d, "", fmt.Sprintf("Add `%s` to the top level of the file.", topHint(req)), "missing required key `%s`", req)
+			c.errorf(CodeParseMissing, d, "", fmt.Sprintf("Add `%s` at the top level of the file.", topHint(req)), "missing required key `%s`", req)
 		}
 	}
 	if n := d.Get("nika"); n != nil {
@@ -91,7 +91,7 @@ func topHint(k string) string {
 	case "workflow":
 		return "workflow: <kebab-case-id>"
 	}
-	return "tasks:` with at least one `- id: …` item, and `"
+	return "tasks:` with at least one `- id: …` item (and its verb"
 }
 
 // unknownKeys reports the unknown keys of the envelope or a task: engine

@@ -203,10 +203,7 @@ func (c *checker) expressions() {
 			pos := c.placeholderPos(s.tmpl.Node, seg.Offset)
 			prog, issues := expr.Compile(seg.Text, env)
 			for _, is := range issues {
-				detail := is.Detail
-				if detail == "" {
-					detail = "Fix the expression; see LANGUAGE.md §4.4 for the expression language."
-				}
+				detail := c.issueDetail(is, s)
 				c.errorAt(is.Code, pos, s.tmpl.Path, detail, is.Message)
 				ok = false
 			}
@@ -252,7 +249,7 @@ func (c *checker) resolveRef(s *exprSite, r expr.Ref, pos Pos) bool {
 	switch r.Root {
 	case "vars", "env", "secrets":
 		names := map[string][]string{"vars": c.varNames, "env": c.envNames, "secrets": c.secNames}[r.Root]
-		if first != "" && !contains(names, first) {
+		if first != "" && !contains(names, first) && !(r.InHas && len(r.Path) == 1) {
 			return fail(CodeVarUnresolved, fmt.Sprintf("Declare `%s` under `%s:`, or fix the name.%s", first, r.Root, didYouMean(first, names)),
 				"`%s.%s` is not declared", r.Root, first)
 		}
@@ -268,7 +265,7 @@ func (c *checker) resolveRef(s *exprSite, r expr.Ref, pos Pos) bool {
 			return fail(CodeVarUnresolved, "`with` is visible only in the verb body and `on_error.recover`.", "`with` is not visible in %s", where)
 		}
 		if first != "" {
-			if _, ok := t.withKeys[first]; !ok {
+			if _, ok := t.withKeys[first]; !ok && !(r.InHas && len(r.Path) == 1) {
 				keys := make([]string, 0, len(t.withKeys))
 				for k := range t.withKeys {
 					keys = append(keys, k)
@@ -347,9 +344,8 @@ func (c *checker) resolveTaskRef(s *exprSite, r expr.Ref, pos Pos) bool {
 	}
 	if f == "output" && len(r.Path) > 2 && xt.shape != nil {
 		if bad, reason := schema.Walk(xt.shape, r.Path[2:]); bad >= 0 {
-			p := "tasks." + x + ".output." + strings.Join(r.Path[2:bad+3], ".")
-			return fail(CodeVarBadPath, fmt.Sprintf("Fix the path to match the output of `%s` (its schema or capture), or use `?.` if it may be absent.", x),
-				"`%s` cannot exist: %s", p, reason)
+			return fail(CodeVarBadPath, fmt.Sprintf("Fix the path to match what `%s` produces (its `schema:`, or its exec capture).", x),
+				"`%s` cannot exist: %s", refPath("tasks", append([]string{x, "output"}, r.Path[2:bad+3]...)), reason)
 		}
 	}
 	return true
@@ -386,4 +382,59 @@ func (c *checker) computeShapes() {
 		}
 		t.shape = shape
 	}
+}
+
+// refPath writes a reference back as an expression path: fields with dots,
+// indexes in brackets.
+func refPath(root string, path []string) string {
+	var b strings.Builder
+	b.WriteString(root)
+	for _, p := range path {
+		if p != "" && strings.Trim(p, "0123456789") == "" {
+			b.WriteString("[" + p + "]")
+		} else {
+			b.WriteString("." + p)
+		}
+	}
+	return b.String()
+}
+
+// issueDetail makes an expression issue's detail prescriptive: an unknown
+// bare name that is declared in a namespace gets the prefixed form.
+func (c *checker) issueDetail(is expr.Issue, s *exprSite) string {
+	if is.Code == CodeVarUnresolved && strings.HasPrefix(is.Message, "unknown name '") {
+		name := strings.TrimSuffix(strings.TrimPrefix(is.Message, "unknown name '"), "'")
+		for _, ns := range []struct {
+			root  string
+			names []string
+		}{{"vars", c.varNames}, {"env", c.envNames}, {"secrets", c.secNames}} {
+			if contains(ns.names, name) {
+				return fmt.Sprintf("Write `%s.%s`: every name needs its namespace (vars, env, secrets, tasks, with, item, index).", ns.root, name)
+			}
+		}
+		if c.taskByID[name] != nil {
+			return fmt.Sprintf("Write `tasks.%s`: every name needs its namespace (vars, env, secrets, tasks, with, item, index).", name)
+		}
+		if s.task != nil && s.task.withKeys[name] != nil {
+			return fmt.Sprintf("Write `with.%s`: every name needs its namespace.", name)
+		}
+		if is.Detail != "" {
+			return "Use a namespace: vars, env, secrets, tasks, with, item or index; " + is.Detail
+		}
+		return "Use a namespace: vars, env, secrets, tasks, with, item or index."
+	}
+	if is.Detail != "" {
+		d := strings.ToUpper(is.Detail[:1]) + is.Detail[1:]
+		if !strings.HasSuffix(d, ".") && !strings.HasSuffix(d, "?") {
+			d += "."
+		}
+		return d
+	}
+	switch {
+	case strings.Contains(is.Message, "syntax") || strings.Contains(is.Message, "unexpected"):
+		return "Fix the expression's syntax; quote the whole scalar when it holds `: `, ` #`, `?` or braces."
+	case strings.Contains(is.Message, "type"):
+		return "Make the operand types agree (the types of vars and env come from their declarations); convert with string(), int() or float()."
+	}
+	return "Fix the expression (the language is expr-lang's, with nika's rules: LANGUAGE.md §4.4)."
 }

@@ -233,6 +233,11 @@ func (c *checker) fitArgs(tool string, args *Node, path string) {
 	switch tool {
 	case "nika:read", "nika:grep":
 		checkPath("path", pm.FSRead, "fs.read")
+	case "nika:glob":
+		if pt := args.Get("pattern"); pt != nil && isLiteral(pt) && !globRootAllowed(pm.FSRead, deref(pt).Str) {
+			c.errorf(CodeSecPermits, pt, pathKey(path, "pattern"), "Start the pattern inside a directory that `permits.fs.read` covers, or add a glob for it.",
+				"the root of pattern %q is outside `permits.fs.read`", deref(pt).Str)
+		}
 	case "nika:write":
 		checkPath("path", pm.FSWrite, "fs.write")
 	case "nika:edit":
@@ -299,29 +304,82 @@ func hostAllowed(entries []string, u *url.URL) bool {
 	return false
 }
 
-// fsAllowed matches a literal path against fs globs. Statically, only paths
-// and globs of the same kind (both relative to the run directory, or both
-// absolute) can be compared; anything else is left to the runtime check.
+// fsAllowed reports whether a literal path can be inside the fs globs.
+// Relative globs are anchored at the run directory, which the checker does
+// not know: an absolute (or `~`) path is refused only when no run directory
+// could make it match, i.e. when no tail of its segments matches a relative
+// glob; a relative path against absolute or `~` globs is left to the
+// runtime check.
 func fsAllowed(globs []string, p string) bool {
-	if strings.HasPrefix(p, "~") {
-		return true
-	}
+	home := strings.HasPrefix(p, "~")
 	abs := strings.HasPrefix(p, "/")
 	p = path.Clean(p)
-	comparable := false
 	for _, g := range globs {
-		if strings.HasPrefix(g, "~") || strings.HasPrefix(g, "/") != abs {
-			continue
+		gHome, gAbs := strings.HasPrefix(g, "~"), strings.HasPrefix(g, "/")
+		re := fsGlob(path.Clean(g))
+		switch {
+		case gHome && home, gAbs && abs, !gHome && !gAbs && !home && !abs:
+			if re.MatchString(p) {
+				return true
+			}
+		case !gHome && !gAbs: // relative glob, absolute or ~ path
+			segs := strings.Split(strings.TrimPrefix(strings.TrimPrefix(p, "~"), "/"), "/")
+			for k := range segs {
+				if re.MatchString(strings.Join(segs[k:], "/")) {
+					return true
+				}
+			}
+		default: // absolute or ~ glob: only the runtime knows
+			if !home && !abs || home != gHome {
+				return true
+			}
 		}
-		comparable = true
-		if fsGlob(path.Clean(g)).MatchString(p) {
+	}
+	return false
+}
+
+// globRootAllowed reports whether the literal root of a nika:glob pattern
+// (its segments before the first wildcard) can reach a path inside the fs
+// globs (LANGUAGE.md §7.3: "a pattern root outside it is SEC-004").
+func globRootAllowed(globs []string, pattern string) bool {
+	root := literalSegments(pattern)
+	if len(root) == 0 || (len(root) == 1 && root[0] == ".") {
+		return true
+	}
+	abs := strings.HasPrefix(pattern, "/") || strings.HasPrefix(pattern, "~")
+	for _, g := range globs {
+		gAbs := strings.HasPrefix(g, "/") || strings.HasPrefix(g, "~")
+		if gAbs != abs {
+			return true // the run directory decides: left to the runtime check
+		}
+		prefix := literalSegments(g)
+		n := min(len(prefix), len(root))
+		same := true
+		for i := 0; i < n; i++ {
+			if prefix[i] != root[i] {
+				same = false
+				break
+			}
+		}
+		if same {
 			return true
 		}
 	}
-	if !comparable && len(globs) > 0 {
-		return true
-	}
 	return false
+}
+
+// literalSegments are a glob's leading path segments without wildcards.
+func literalSegments(g string) []string {
+	var out []string
+	for _, seg := range strings.Split(path.Clean(g), "/") {
+		if strings.ContainsAny(seg, "*?[{") {
+			break
+		}
+		if seg != "" {
+			out = append(out, seg)
+		}
+	}
+	return out
 }
 
 func fsGlob(g string) *regexp.Regexp {

@@ -20,6 +20,10 @@ var reservedBindings = []string{"output", "status", "error", "started_at", "ende
 
 func (c *checker) taskList(n *Node) {
 	v := deref(n)
+	if v.Kind == KindNull {
+		c.errorf(CodeParseMissing, n, "tasks", "Add at least one task: `- id: first` with one verb (infer, exec, invoke or agent).", "`tasks` is empty")
+		return
+	}
 	if v.Kind == KindMap {
 		c.errorf(CodeParseShape, n, "tasks", "`tasks` is a list of `- id:` items: write each task as `- id: name` followed by its fields.",
 			"`tasks` must be a list, not a mapping")
@@ -62,7 +66,11 @@ func (c *checker) taskList(n *Node) {
 			continue
 		}
 		if first, dup := c.taskByID[d.Str]; dup {
-			c.errorf(CodeParseDuplicateID, idn, path+".id", fmt.Sprintf("Task ids are unique: rename this one (the first `%s` is at %s).", d.Str, first.idNode.Pos),
+			at := idn
+			if d == deref(first.idNode) { // the same node again, through an alias
+				at = item
+			}
+			c.errorf(CodeParseDuplicateID, at, path+".id", fmt.Sprintf("Task ids are unique: rename this one (the first `%s` is at %s).", d.Str, first.idNode.Pos),
 				"duplicate task id `%s`", d.Str)
 			t.bad = true
 			continue
@@ -363,7 +371,11 @@ func (c *checker) timeout(n *Node, path string) time.Duration {
 	}
 	v := deref(n)
 	if v.Kind != KindString {
-		c.errorf(CodeParseTimeout, n, path, fmt.Sprintf("Write a duration string such as `timeout: \"%ss\"`.", strings.TrimSpace(v.Str)), "`timeout` must be a duration string, not %s", withArticle(v.Kind.String()))
+		example := "30s"
+		if v.Kind == KindInt && v.Int > 0 {
+			example = fmt.Sprintf("%ds", v.Int)
+		}
+		c.errorf(CodeParseTimeout, n, path, fmt.Sprintf("Write a duration string with its unit, such as `timeout: \"%s\"`.", example), "`timeout` must be a duration string, not %s", withArticle(v.Kind.String()))
 		return 0
 	}
 	d, why := parseTimeout(v.Str)

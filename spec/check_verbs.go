@@ -457,9 +457,16 @@ func (c *checker) builtinContract(body *Node, path string) {
 				}
 			}
 		}
-		c.errorf(is.Code, at, ap, is.Detail, "%s: %s", name, is.Message)
+		detail := is.Detail
+		if a := d.Pair(is.Arg); a != nil && deref(a.Value).Kind == KindString && yaml11Bools[strings.ToLower(deref(a.Value).Str)] && strings.Contains(is.Message, "boolean") {
+			detail += fmt.Sprintf(" (In YAML 1.2, `%s` is a string: write `true` or `false`.)", deref(a.Value).Str)
+		}
+		c.errorf(is.Code, at, ap, detail, "%s", is.Message)
 	}
 }
+
+// yaml11Bools are the words YAML 1.1 read as booleans; in YAML 1.2 they are strings.
+var yaml11Bools = map[string]bool{"yes": true, "no": true, "on": true, "off": true, "y": true, "n": true}
 
 // argNames are the declared parameters of a builtin.
 func argNames(b *catalog.Builtin) map[string]bool {

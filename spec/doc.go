@@ -32,7 +32,16 @@
 //     globs; a path that cannot be compared statically is left to the
 //     runtime check.
 //   - NIKA-BUILTIN-GREP-002 (path not found) is never static: the checker
-//     does not read the file system.
+//     does not read the file system. NIKA-BUILTIN-JQ-002 is never static
+//     either: running a literal program at check time cannot be bounded
+//     deterministically (`repeat(1)`), so its value count is a run-time
+//     matter.
+//   - Flow collections nested deeper than 256 levels are NIKA-PARSE-001
+//     before the YAML parser runs: its cost grows much faster than the input.
+//   - A tab used as a separator inside a flow mapping (`{<TAB>a: 1}`) is
+//     valid YAML 1.2 that goccy/go-yaml rejects; nika reports its
+//     NIKA-PARSE-001 (fixture valid-tab-in-flow is kept, skipped, as a known
+//     limitation of the parser).
 //   - A missing model on an on_finally `infer`/`agent` step is reported like
 //     a task's (NIKA-PARSE-018).
 //   - The MCP registry is `.nika/mcp_servers.json` in the run directory;

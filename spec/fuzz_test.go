@@ -89,7 +89,9 @@ func FuzzCheck(f *testing.F) {
 func checkFindings(t *testing.T, src []byte, fs []spec.Finding) {
 	t.Helper()
 	body := bytes.TrimPrefix(src, []byte("\xef\xbb\xbf"))
-	lines := bytes.Count(body, []byte("\n")) + 1
+	// Line breaks are LF, CRLF and a lone CR (YAML 1.2 §5.4).
+	lines := bytes.Count(bytes.ReplaceAll(body, []byte("\r\n"), []byte("\n")), []byte("\n")) +
+		bytes.Count(bytes.ReplaceAll(body, []byte("\r\n"), nil), []byte("\r")) + 1
 	for _, f := range fs {
 		where := findingLine(f) + " " + f.Path + ": " + f.Message
 		if f.Category == "internal_error" {

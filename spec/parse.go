@@ -36,6 +36,11 @@ func Parse(name string, src []byte) (f *File, findings []Finding) {
 		return f, []Finding{p.newFinding(CodeParseSyntax, pos, "", "the file is not valid UTF-8",
 			"Save the file as UTF-8; the first invalid byte is here.")}
 	}
+	if off := tooDeep(src); off >= 0 {
+		return f, []Finding{p.newFinding(CodeParseSyntax, f.posOfOffset(off), "",
+			fmt.Sprintf("flow collections nest deeper than %d levels", maxFlowDepth),
+			"Flatten the value: a workflow never needs such deep nesting.")}
+	}
 	astFile, err := parser.ParseBytes(src, 0, parser.AllowDuplicateMapKey())
 	if err != nil {
 		return f, []Finding{p.syntaxFinding(err)}
@@ -50,7 +55,7 @@ func Parse(name string, src []byte) (f *File, findings []Finding) {
 		f.Root = &Node{Kind: KindNull, Pos: Pos{Line: 1, Column: 1}}
 		return f, nil
 	}
-	f.Root = p.convert(docs[0].Body)
+	f.Root = p.convert(docs[0].Body, "")
 	for _, d := range docs[1:] {
 		pos := p.pos(d.Body.GetToken())
 		if d.Start != nil {
@@ -64,6 +69,7 @@ func Parse(name string, src []byte) (f *File, findings []Finding) {
 }
 
 type yamlParser struct {
+	curPath  string // path of the scalar being retyped, for its findings
 	file     *File
 	anchors  map[string]*Node
 	findings []Finding
@@ -137,6 +143,30 @@ func (f *File) posOfOffset(off int) Pos {
 	return Pos{Line: line, Column: col, Offset: off}
 }
 
+// align moves a scalar's position forward on its line to where its source
+// text starts: goccy's columns can lag behind after a tab separator.
+func (f *File) align(pos Pos, raw string) Pos {
+	if raw == "" || pos.Offset >= len(f.Src) {
+		return pos
+	}
+	first := raw
+	if i := strings.IndexAny(first, "\r\n"); i >= 0 {
+		first = first[:i]
+	}
+	if first == "" || strings.HasPrefix(string(f.Src[pos.Offset:]), first) {
+		return pos
+	}
+	line := f.Line(pos.Line)
+	col0 := pos.Offset - f.lineStart[pos.Line-1]
+	if col0 < 0 || col0 > len(line) {
+		return pos
+	}
+	if j := strings.Index(line[col0:], first); j > 0 && j <= 8 {
+		return f.Advance(pos, j)
+	}
+	return pos
+}
+
 // Advance returns the position n bytes after p on the same line.
 func (f *File) Advance(p Pos, n int) Pos {
 	if n <= 0 || p.Offset+n > len(f.Src) {
@@ -145,10 +175,14 @@ func (f *File) Advance(p Pos, n int) Pos {
 	return Pos{Line: p.Line, Column: p.Column + utf8.RuneCount(f.Src[p.Offset:p.Offset+n]), Offset: p.Offset + n}
 }
 
+// lineStarts indexes line breaks: LF, CRLF and a lone CR, as YAML 1.2 §5.4.
 func lineStarts(src []byte) []int {
 	starts := []int{0}
 	for i, b := range src {
-		if b == '\n' {
+		switch {
+		case b == '\n':
+			starts = append(starts, i+1)
+		case b == '\r' && (i+1 == len(src) || src[i+1] != '\n'):
 			starts = append(starts, i+1)
 		}
 	}
@@ -168,14 +202,14 @@ func firstInvalidUTF8(b []byte) int {
 
 var allowedTags = map[string]bool{"!!str": true, "!!int": true, "!!float": true, "!!bool": true, "!!null": true, "!!seq": true, "!!map": true}
 
-func (p *yamlParser) convert(n ast.Node) *Node {
+func (p *yamlParser) convert(n ast.Node, path string) *Node {
 	switch v := n.(type) {
 	case nil:
 		return &Node{Kind: KindNull}
 	case *ast.DocumentNode:
-		return p.convert(v.Body)
+		return p.convert(v.Body, path)
 	case *ast.AnchorNode:
-		target := p.convert(v.Value)
+		target := p.convert(v.Value, path)
 		name := ""
 		if v.Name != nil {
 			name = v.Name.GetToken().Value
@@ -196,12 +230,11 @@ func (p *yamlParser) convert(n ast.Node) *Node {
 		tag := v.Start.Value
 		pos := p.pos(v.Start)
 		if !allowedTags[tag] {
-			p.add(CodeParseSyntax, pos, "", fmt.Sprintf("the YAML tag %q is not allowed", tag),
+			p.add(CodeParseSyntax, pos, path, fmt.Sprintf("the YAML tag %q is not allowed", tag),
 				"Remove the tag: nika accepts only the core tags !!str, !!int, !!float, !!bool, !!null, !!seq and !!map.")
-			out := p.convert(v.Value)
-			return out
+			return p.convert(v.Value, path)
 		}
-		out := p.convert(v.Value)
+		out := p.convert(v.Value, path)
 		if tag == "!!str" && out.IsScalar() && out.Kind != KindString {
 			out.Kind, out.Style = KindString, StylePlain
 		}
@@ -213,16 +246,16 @@ func (p *yamlParser) convert(n ast.Node) *Node {
 			out.Style = StyleFlow
 		}
 		for _, mv := range v.Values {
-			p.addPair(out, mv)
+			p.addPair(out, mv, path)
 		}
 		if len(v.Values) > 0 && !v.IsFlowStyle {
 			out.Pos = p.keyPos(v.Values[0])
 		}
-		p.checkDuplicates(out)
+		p.checkDuplicates(out, path)
 		return out
 	case *ast.MappingValueNode:
 		out := &Node{Kind: KindMap, Style: StyleBlock}
-		p.addPair(out, v)
+		p.addPair(out, v, path)
 		out.Pos = p.keyPos(v)
 		return out
 	case *ast.SequenceNode:
@@ -230,8 +263,8 @@ func (p *yamlParser) convert(n ast.Node) *Node {
 		if v.IsFlowStyle {
 			out.Style = StyleFlow
 		}
-		for _, item := range v.Values {
-			out.Items = append(out.Items, p.convert(item))
+		for i, item := range v.Values {
+			out.Items = append(out.Items, p.convert(item, pathIndex(path, i)))
 		}
 		return out
 	case *ast.LiteralNode:
@@ -245,13 +278,13 @@ func (p *yamlParser) convert(n ast.Node) *Node {
 		out.End = Pos{Line: out.Pos.Line + 1}
 		return out
 	case *ast.MergeKeyNode:
-		p.add(CodeParseSyntax, p.pos(v.GetToken()), "", "the YAML merge key `<<` is not allowed",
+		p.add(CodeParseSyntax, p.pos(v.GetToken()), path, "the YAML merge key `<<` is not allowed",
 			"Write the keys out, or reuse a whole value with an alias (`*name`).")
 		return &Node{Kind: KindNull, Pos: p.pos(v.GetToken())}
 	case *ast.CommentGroupNode, *ast.CommentNode:
 		return &Node{Kind: KindNull}
 	}
-	return p.scalar(n)
+	return p.scalar(n, path)
 }
 
 func (p *yamlParser) keyPos(mv *ast.MappingValueNode) Pos {
@@ -271,33 +304,43 @@ func (p *yamlParser) convertKeyPos(k ast.MapKeyNode) Pos {
 	return p.pos(k.GetToken())
 }
 
-func (p *yamlParser) addPair(m *Node, mv *ast.MappingValueNode) {
+func (p *yamlParser) addPair(m *Node, mv *ast.MappingValueNode, path string) {
 	var keyAST ast.Node = mv.Key
 	if mk, ok := mv.Key.(*ast.MappingKeyNode); ok {
 		keyAST = mk.Value
 	}
-	key := p.convert(keyAST)
+	if _, isMerge := keyAST.(*ast.MergeKeyNode); isMerge {
+		p.convert(keyAST, path)
+		return
+	}
+	key := p.convert(keyAST, path)
 	if key.Pos.Line == 0 {
 		key.Pos = p.pos(mv.GetToken())
 	}
-	val := p.convert(mv.Value)
+	kd := key.Deref()
+	if kd == nil || kd.Kind != KindString {
+		// Reported here and left out of the mapping, so no later stage
+		// reports the same key again.
+		kind := "an alias to nothing"
+		if kd != nil {
+			kind = withArticle(kd.Kind.String())
+		}
+		p.add(CodeParseShape, key.Pos, path, fmt.Sprintf("a mapping key is %s, not a string", kind),
+			"Quote the key so it is a string, e.g. \"1\": or \"true\":.")
+		return
+	}
+	if key.Kind == KindAlias {
+		key = &Node{Kind: KindString, Str: kd.Str, Pos: key.Pos, End: key.End}
+	}
+	val := p.convert(mv.Value, pathKey(path, key.Str))
 	if val.Pos.Line == 0 {
 		// An empty value (`key:`): point just after the colon.
 		val.Pos = p.pos(mv.GetToken())
 	}
-	if _, isMerge := keyAST.(*ast.MergeKeyNode); isMerge {
-		return
-	}
-	if d := key.Deref(); d == nil || d.Kind != KindString {
-		p.add(CodeParseShape, key.Pos, "", fmt.Sprintf("a mapping key is a %s, not a string", key.Kind),
-			"Quote the key so it is a string, e.g. \"1\": or \"true\":.")
-	} else if key.Kind == KindAlias {
-		key = &Node{Kind: KindString, Str: d.Str, Pos: key.Pos, End: key.End}
-	}
 	m.Pairs = append(m.Pairs, &Pair{Key: key, Value: val})
 }
 
-func (p *yamlParser) checkDuplicates(m *Node) {
+func (p *yamlParser) checkDuplicates(m *Node, path string) {
 	if len(m.Pairs) < 2 {
 		return
 	}
@@ -307,7 +350,7 @@ func (p *yamlParser) checkDuplicates(m *Node) {
 			continue
 		}
 		if first, dup := seen[pr.Key.Str]; dup {
-			p.add(CodeParseDuplicateKey, pr.Key.Pos, "", fmt.Sprintf("duplicate key %q", pr.Key.Str),
+			p.add(CodeParseDuplicateKey, pr.Key.Pos, pathKey(path, pr.Key.Str), fmt.Sprintf("duplicate key %q", pr.Key.Str),
 				fmt.Sprintf("The key %q is already set at %s: remove one of them or merge their contents.", pr.Key.Str, first.Key.Pos))
 			continue
 		}
@@ -315,10 +358,10 @@ func (p *yamlParser) checkDuplicates(m *Node) {
 	}
 }
 
-func (p *yamlParser) scalar(n ast.Node) *Node {
+func (p *yamlParser) scalar(n ast.Node, path string) *Node {
 	tok := n.GetToken()
-	out := &Node{Pos: p.pos(tok)}
 	raw := strings.TrimSpace(tok.Origin)
+	out := &Node{Pos: p.file.align(p.pos(tok), raw)}
 	out.End = Pos{Line: out.Pos.Line + strings.Count(raw, "\n")}
 	switch tok.Type {
 	case token.SingleQuoteType:
@@ -343,6 +386,7 @@ func (p *yamlParser) scalar(n ast.Node) *Node {
 	if _, isNull := n.(*ast.NullNode); isNull && tok.Type != token.NullType {
 		text = "" // an empty value
 	}
+	p.curPath = path
 	p.retype(out, text)
 	return out
 }
@@ -395,7 +439,7 @@ func (p *yamlParser) retype(out *Node, text string) {
 	if isI {
 		out.Kind = KindInt
 		if err != nil {
-			p.add(CodeParseShape, out.Pos, "", fmt.Sprintf("the integer %s does not fit in 64 bits", text),
+			p.add(CodeParseShape, out.Pos, p.curPath, fmt.Sprintf("the integer %s does not fit in 64 bits", text),
 				"Use an integer between -9223372036854775808 and 9223372036854775807, or quote it to make it a string.")
 			out.Kind = KindString
 			return
@@ -418,4 +462,45 @@ func oneLine(s string) string {
 		s = s[:i]
 	}
 	return s
+}
+
+// maxFlowDepth bounds `[`/`{` nesting before the YAML parser sees the file:
+// the parser's cost grows much faster than the input on deep nesting.
+const maxFlowDepth = 256
+
+// tooDeep returns the offset where flow nesting first exceeds maxFlowDepth,
+// or -1. Quoted scalars and comments are skipped; the count is approximate
+// (a plain scalar may hold brackets) but only ever errs on files no
+// workflow resembles.
+func tooDeep(src []byte) int {
+	depth := 0
+	for i := 0; i < len(src); i++ {
+		switch src[i] {
+		case '[', '{':
+			depth++
+			if depth > maxFlowDepth {
+				return i
+			}
+		case ']', '}':
+			if depth > 0 {
+				depth--
+			}
+		case '"':
+			for i++; i < len(src) && src[i] != '"' && src[i] != '\n'; i++ {
+				if src[i] == '\\' {
+					i++
+				}
+			}
+		case '\'':
+			for i++; i < len(src) && src[i] != '\'' && src[i] != '\n'; i++ {
+			}
+		case '#':
+			if i == 0 || src[i-1] == ' ' || src[i-1] == '\t' || src[i-1] == '\n' {
+				for i < len(src) && src[i] != '\n' {
+					i++
+				}
+			}
+		}
+	}
+	return -1
 }
