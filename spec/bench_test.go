@@ -2,6 +2,7 @@ package spec
 
 import (
 	"fmt"
+	"runtime"
 	"strings"
 	"testing"
 )
@@ -61,5 +62,26 @@ func BenchmarkCheck(b *testing.B) {
 			}
 			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(n), "ns/task")
 		})
+	}
+}
+
+// TestCheckAllocatesLinearly guards the D33 targets without timing: the
+// bytes a check allocates must grow linearly with the file (4× the tasks,
+// about 4× the bytes), so an accidental quadratic pass fails here rather
+// than in a benchmark nobody ran.
+func TestCheckAllocatesLinearly(t *testing.T) {
+	alloc := func(n int) uint64 {
+		src := genWorkflow(n)
+		CheckSource("warm.nika.yaml", src, CheckOptions{})
+		var before, after runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&before)
+		CheckSource("bench.nika.yaml", src, CheckOptions{})
+		runtime.ReadMemStats(&after)
+		return after.TotalAlloc - before.TotalAlloc
+	}
+	small, large := alloc(500), alloc(2000)
+	if ratio := float64(large) / float64(small); ratio > 6 {
+		t.Fatalf("checking 4× the tasks allocated %.1f× the bytes (%d vs %d): something is quadratic", ratio, large, small)
 	}
 }

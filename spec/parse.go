@@ -153,7 +153,7 @@ func (f *File) align(pos Pos, raw string) Pos {
 	if i := strings.IndexAny(first, "\r\n"); i >= 0 {
 		first = first[:i]
 	}
-	if first == "" || strings.HasPrefix(string(f.Src[pos.Offset:]), first) {
+	if first == "" || bytes.HasPrefix(f.Src[pos.Offset:], []byte(first)) {
 		return pos
 	}
 	line := f.Line(pos.Line)
