@@ -1,6 +1,7 @@
 package expr
 
 import (
+	"github.com/nikahq/nika/spec/internal/nearest"
 	"sort"
 	"strconv"
 	"strings"
@@ -440,39 +441,11 @@ func dedupIssues(issues []Issue) []Issue {
 // ---- did you mean ----
 
 // didYouMean returns "did you mean `x`?" for the candidate nearest to name
-// (case-insensitive Levenshtein distance at most 2, ties broken
-// alphabetically; candidates are sorted), or "".
+// (LANGUAGE.md §9.3), or "".
 func didYouMean(name string, candidates []string) string {
-	lname := strings.ToLower(name)
-	best, bestD := "", 3
-	for _, c := range candidates {
-		if d := levenshtein(lname, strings.ToLower(c)); d < bestD {
-			best, bestD = c, d
-		}
-	}
+	best := nearest.Name(name, candidates)
 	if best == "" {
 		return ""
 	}
 	return "did you mean `" + best + "`?"
-}
-
-func levenshtein(a, b string) int {
-	ra, rb := []rune(a), []rune(b)
-	prev := make([]int, len(rb)+1)
-	cur := make([]int, len(rb)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(ra); i++ {
-		cur[0] = i
-		for j := 1; j <= len(rb); j++ {
-			cost := 1
-			if ra[i-1] == rb[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(rb)]
 }

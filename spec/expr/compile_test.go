@@ -372,17 +372,6 @@ func TestTypeNames(t *testing.T) {
 	}
 }
 
-func TestLevenshtein(t *testing.T) {
-	for _, tt := range []struct {
-		a, b string
-		d    int
-	}{{"", "", 0}, {"a", "", 1}, {"kitten", "sitting", 3}, {"wiht", "with", 2}, {"é", "e", 1}} {
-		if d := levenshtein(tt.a, tt.b); d != tt.d {
-			t.Errorf("levenshtein(%q, %q) = %d, want %d", tt.a, tt.b, d, tt.d)
-		}
-	}
-}
-
 // TestConcurrent compiles and evaluates from many goroutines (run with -race).
 func TestConcurrent(t *testing.T) {
 	var wg sync.WaitGroup
