@@ -4,7 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"fmt"
+	"github.com/nikahq/nika/spec/schema"
 	"sort"
 	"strings"
 	"sync"
@@ -138,37 +138,14 @@ func escapePointer(s string) string {
 
 // ---- literal schemas given to nika:validate ----
 
-// checkSchemaLiteral reports why a literal JSON Schema given to nika:validate cannot be used:
-// it does not compile under draft 2020-12, or it has a $ref that is not a fragment of itself
-// (there is no loader, D16).
+// checkSchemaLiteral reports why a literal JSON Schema given to nika:validate
+// cannot be used, through the same compiler as every schema of nika
+// (spec/schema: draft 2020-12, no loader, D16).
 func checkSchemaLiteral(v any) error {
-	if ref := externalRef(v); ref != "" {
-		return errors.New("`$ref` `" + ref + "` points outside the schema; only fragments such as `#/$defs/item` are resolved")
-	}
-	raw, err := json.Marshal(v)
-	if err != nil {
-		return errors.New("the schema is not JSON: " + err.Error())
-	}
-	if _, _, err := compileSchema("mem:///validate/schema.json", raw); err != nil {
-		return errors.New("the schema does not compile: " + schemaErrorText(err))
+	if _, err := schema.Compile(v); err != nil {
+		return errors.New("the schema does not compile: " + oneLine(err.Error()))
 	}
 	return nil
-}
-
-// schemaErrorText is the most specific reason a schema failed to compile, in one line.
-func schemaErrorText(err error) string {
-	var sve *jsonschema.SchemaValidationError
-	var ve *jsonschema.ValidationError
-	if errors.As(err, &sve) && errors.As(sve.Err, &ve) {
-		leaves := leafErrors(ve, nil)
-		sort.SliceStable(leaves, func(i, j int) bool {
-			return len(leaves[i].InstanceLocation) > len(leaves[j].InstanceLocation)
-		})
-		if len(leaves) > 0 {
-			return fmt.Sprintf("at `%s`: %s", pointer(leaves[0].InstanceLocation), kindText(leaves[0]))
-		}
-	}
-	return oneLine(err.Error())
 }
 
 // kindText is the library's wording of one validation error, without its location.
@@ -186,56 +163,6 @@ func pointer(tokens []string) string {
 		return "/"
 	}
 	return b.String()
-}
-
-// Keywords whose value is a schema, a map of schemas or a list of schemas.
-var (
-	schemaKeywords = []string{"additionalProperties", "items", "contains", "not", "if", "then", "else",
-		"propertyNames", "unevaluatedItems", "unevaluatedProperties", "additionalItems", "contentSchema"}
-	schemaMapKeywords  = []string{"properties", "patternProperties", "$defs", "definitions", "dependentSchemas", "dependencies"}
-	schemaListKeywords = []string{"allOf", "anyOf", "oneOf", "prefixItems", "items"}
-	refKeywords        = []string{"$ref", "$dynamicRef", "$recursiveRef"}
-)
-
-// externalRef returns the first reference in schema s that is not a same-document fragment.
-// It walks schema positions only, so a "$ref" key inside const, enum or default is data.
-func externalRef(s any) string {
-	m, ok := s.(map[string]any)
-	if !ok {
-		return ""
-	}
-	for _, k := range refKeywords {
-		if r, ok := m[k].(string); ok && !strings.HasPrefix(r, "#") {
-			return r
-		}
-	}
-	for _, k := range schemaKeywords {
-		if r := externalRef(m[k]); r != "" {
-			return r
-		}
-	}
-	for _, k := range schemaMapKeywords {
-		sub, _ := m[k].(map[string]any)
-		keys := make([]string, 0, len(sub))
-		for name := range sub {
-			keys = append(keys, name)
-		}
-		sort.Strings(keys)
-		for _, name := range keys {
-			if r := externalRef(sub[name]); r != "" {
-				return r
-			}
-		}
-	}
-	for _, k := range schemaListKeywords {
-		list, _ := m[k].([]any)
-		for _, e := range list {
-			if r := externalRef(e); r != "" {
-				return r
-			}
-		}
-	}
-	return ""
 }
 
 // oneLine folds a multi-line library message into one line.
