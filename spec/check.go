@@ -103,6 +103,7 @@ type taskState struct {
 	node     *Node
 	idNode   *Node
 	depNodes map[string]*Node // dep id -> the depends_on entry
+	depIdx   map[string]int   // dep id -> its index in the depends_on list
 	forEach  bool
 	withKeys map[string]*Node
 	withUsed map[string]bool

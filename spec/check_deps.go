@@ -31,7 +31,7 @@ func (c *checker) deps() {
 		t := c.taskByID[u.From]
 		n := t.depNodes[u.To]
 		c.errorf(CodeDAGUnknown, n, fmt.Sprintf("%s.depends_on[%d]", t.path, depIndex(t, u.To)),
-			"Name a task declared in this file."+didYouMean(u.To, c.taskIDs), "`%s` depends on unknown task `%s`", t.ID, u.To)
+			"Name a task declared in this file."+didYouMean(u.To, without(c.taskIDs, t.ID)), "`%s` depends on unknown task `%s`", t.ID, u.To)
 	}
 	for _, cy := range g.Cycles() {
 		closing := c.taskByID[cy.Closing]
@@ -43,13 +43,18 @@ func (c *checker) deps() {
 	c.a.Graph = g
 }
 
-func depIndex(t *taskState, dep string) int {
-	for i, d := range t.DependsOn {
-		if d == dep {
-			return i
+func depIndex(t *taskState, dep string) int { return t.depIdx[dep] }
+
+// without returns list minus one element, for suggestions that must not
+// name the task itself.
+func without(list []string, drop string) []string {
+	out := make([]string, 0, len(list))
+	for _, s := range list {
+		if s != drop {
+			out = append(out, s)
 		}
 	}
-	return 0
+	return out
 }
 
 // recoverCycles reports D2 deadlocks once recover references are known.

@@ -181,6 +181,7 @@ func (c *checker) vars(n *Node) {
 
 func (c *checker) typedVar(decl *VarDecl, v *Node, path string) {
 	decl.Typed = true
+	c.noPlaceholders(v, path, "a var declaration")
 	c.checkKeys(v, path, "a typed var", []string{"type", "required", "default", "description"}, CodeParseUnknownField)
 	tn := v.Get("type")
 	t := deref(tn).Str
@@ -209,13 +210,17 @@ func (c *checker) typedVar(decl *VarDecl, v *Node, path string) {
 			"a required var cannot have a default")
 		return
 	}
-	c.noPlaceholders(dp.Value, path+".default", "a var default")
 	val, err := dp.Value.Value()
 	if err != nil {
 		c.errorf(CodeParseSyntax, dp.Value, path+".default", "Write the value out without nested aliases.", "%v", err)
 		return
 	}
-	if val != nil && !matchesType(val, t) {
+	if !matchesType(val, t) {
+		if val == nil {
+			c.errorf(CodeParseTypedVar, dp.Value, path+".default", "Remove `default: null`: null matches no type, and a typed var without a default is already null.",
+				"the default is null, which is not %s", withArticle(t))
+			return
+		}
 		c.errorf(CodeParseTypedVar, dp.Value, path+".default", fmt.Sprintf("Give a default of type %s, or change `type`.", t),
 			"the default is %s, not %s", withArticle(jsonType(val)), withArticle(t))
 		return
@@ -346,6 +351,11 @@ func (c *checker) secrets(n *Node) {
 		}
 		c.secNames = append(c.secNames, name)
 		v := deref(p.Value)
+		if v.Kind == KindNull {
+			c.errorf(CodeParseShape, p.Key, path, fmt.Sprintf("Reference the secret, e.g. `%s: { source: env, key: %s }`.", name, name),
+				"secret `%s` has no reference", name)
+			continue
+		}
 		if v.Kind != KindMap {
 			c.errorf(CodeParseInlineSecret, p.Value, path, fmt.Sprintf("Never write a secret's value in the file: reference it, e.g. `%s: { source: env, key: %s }`.", name, name),
 				"secret `%s` is an inline value", name)

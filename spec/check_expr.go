@@ -21,9 +21,10 @@ const (
 	siteFinally
 	siteFinallyWhen
 	siteOutputs
+	siteForEachItem // an element of a literal for_each list: for_each's scope, any type
 )
 
-var siteNames = [...]string{"`when`", "`for_each`", "`with`", "the verb body", "`on_error.recover`", "`on_finally`", "`on_finally`", "`outputs`"}
+var siteNames = [...]string{"`when`", "`for_each`", "`with`", "the verb body", "`on_error.recover`", "`on_finally`", "the `when` of an on_finally step", "`outputs`", "`for_each`"}
 
 // exprSite is one string scalar holding placeholders, compiled in the
 // expression stage once every task and declaration is known.
@@ -253,8 +254,8 @@ func (c *checker) resolveRef(s *exprSite, r expr.Ref, pos Pos) bool {
 			return fail(CodeVarUnresolved, fmt.Sprintf("Declare `%s` under `%s:`, or fix the name.%s", first, r.Root, didYouMean(first, names)),
 				"`%s.%s` is not declared", r.Root, first)
 		}
-		if r.Root == "secrets" && t != nil && s.kind == siteBody && (strings.HasSuffix(path, ".prompt") || strings.HasSuffix(path, ".system")) &&
-			(t.Verb == "infer" || t.Verb == "agent") {
+		if r.Root == "secrets" && (s.kind == siteBody || s.kind == siteFinally) && (strings.HasSuffix(path, ".prompt") || strings.HasSuffix(path, ".system")) &&
+			(strings.Contains(path, ".infer.") || strings.Contains(path, ".agent.")) {
 			c.secretInPrompt = append(c.secretInPrompt, lintAt{pos: pos, path: path, name: first})
 		}
 	case "with":
@@ -312,11 +313,14 @@ func (c *checker) resolveTaskRef(s *exprSite, r expr.Ref, pos Pos) bool {
 	x := r.Path[0]
 	xt, exists := c.taskByID[x]
 	if !exists {
+		if r.InHas && len(r.Path) == 1 {
+			return true
+		}
 		return fail(CodeVarUnresolved, "Use the id of a task of this workflow."+didYouMean(x, c.taskIDs), "unknown task `%s`", x)
 	}
 	t := s.task
 	switch s.kind {
-	case siteWhen, siteForEach, siteWith, siteBody:
+	case siteWhen, siteForEach, siteForEachItem, siteWith, siteBody:
 		if _, ok := t.depNodes[x]; !ok {
 			return fail(CodeDAGMissingEdge, fmt.Sprintf("Add `%s` to `depends_on` of `%s`.", x, t.ID), "`tasks.%s` is read without an edge", x)
 		}
@@ -364,7 +368,17 @@ func (c *checker) computeShapes() {
 			if t.SchemaDoc != nil {
 				shape = t.SchemaDoc
 			} else if body != nil {
-				if _, has := body["schema"]; !has {
+				_, hasSchema := body["schema"]
+				// An agent that may call nika:done returns its result, any
+				// value (AGENT.md §5.3): its shape is open.
+				tools, _ := body["tools"].([]any)
+				globs := make([]string, 0, len(tools))
+				for _, g := range tools {
+					if s, ok := g.(string); ok {
+						globs = append(globs, s)
+					}
+				}
+				if !hasSchema && !(t.Verb == "agent" && ToolAllowed(globs, "nika:done")) {
 					shape = schema.StringShape
 				}
 			}

@@ -390,6 +390,13 @@ func fsGlob(g string) *regexp.Regexp {
 		switch {
 		case ch == '*' && i+1 < len(g) && g[i+1] == '*':
 			i++
+			if i+1 == len(g) && i >= 2 && g[i-2] == '/' {
+				// `dir/**` covers dir itself too: back out the slash.
+				str := b.String()
+				b.Reset()
+				b.WriteString(strings.TrimSuffix(str, "/") + "(/.*)?")
+				continue
+			}
 			if i+1 < len(g) && g[i+1] == '/' {
 				i++
 				b.WriteString("(.*/)?")

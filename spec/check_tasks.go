@@ -41,7 +41,7 @@ func (c *checker) taskList(n *Node) {
 	for i, item := range v.Items {
 		path := pathIndex("tasks", i)
 		t := &taskState{Task: &Task{Index: i, Node: item}, path: path, node: deref(item),
-			depNodes: map[string]*Node{}, withKeys: map[string]*Node{}, withUsed: map[string]bool{}, bindings: map[string]bool{}}
+			depNodes: map[string]*Node{}, depIdx: map[string]int{}, withKeys: map[string]*Node{}, withUsed: map[string]bool{}, bindings: map[string]bool{}}
 		if t.node.Kind != KindMap {
 			c.errorf(CodeParseShape, item, path, "Write each task as a mapping: `- id: name` followed by its fields.", "a task must be a mapping, not %s", kindName(item))
 			continue
@@ -198,6 +198,7 @@ func (c *checker) dependsOn(t *taskState) {
 			continue
 		}
 		t.depNodes[d.Str] = item
+		t.depIdx[d.Str] = i
 		t.DependsOn = append(t.DependsOn, d.Str)
 	}
 }
@@ -224,7 +225,7 @@ func (c *checker) forEach(t *taskState, n *Node) {
 	v := deref(n)
 	switch v.Kind {
 	case KindSeq:
-		t.ForEach = c.dataValue(n, path, siteForEach, t)
+		t.ForEach = c.dataValue(n, path, siteForEachItem, t)
 	case KindString:
 		if tmpl := c.template(n, path, siteForEach, t); tmpl != nil {
 			t.ForEach = tmpl
@@ -273,7 +274,11 @@ func (c *checker) retry(n *Node, path string) *Retry {
 	r.BackoffMS = intField("backoff_ms", 0, 1000)
 	r.BackoffMaxMS = intField("backoff_max_ms", 0, 60000)
 	if f := v.Get("backoff_max_ms"); f != nil && ok && r.BackoffMaxMS < r.BackoffMS {
-		c.errorf(CodeParseRetry, f, path+".backoff_max_ms", fmt.Sprintf("Make `backoff_max_ms` at least `backoff_ms` (%d).", r.BackoffMS), "`backoff_max_ms` is below `backoff_ms`")
+		def := ""
+		if v.Get("backoff_ms") == nil {
+			def = ", the default"
+		}
+		c.errorf(CodeParseRetry, f, path+".backoff_max_ms", fmt.Sprintf("Make `backoff_max_ms` at least `backoff_ms` (%d%s), or lower `backoff_ms`.", r.BackoffMS, def), "`backoff_max_ms` is below `backoff_ms`")
 		ok = false
 	}
 	if f := v.Get("backoff_strategy"); f != nil && c.literal(f, path+".backoff_strategy", "`backoff_strategy`") {

@@ -75,7 +75,9 @@ func (c *checker) verbField(t *taskState, verb string, f *Pair, path string, kin
 		}
 		return d.Str, true
 	case name == "schema":
-		if !c.literal(n, path, "`schema`") {
+		before := len(c.findings)
+		c.noPlaceholders(n, path, "`schema`")
+		if len(c.findings) > before {
 			return nil, false
 		}
 		doc, err := n.Value()
@@ -163,8 +165,8 @@ func (c *checker) verbField(t *taskState, verb string, f *Pair, path string, kin
 			return nil, false
 		}
 		c.checkKeys(d, path, "`thinking`", []string{"enabled", "budget_tokens"}, CodeParseUnknownField)
-		if e := d.Get("enabled"); e != nil && deref(e).Kind != KindBool && deref(e).Kind != KindString {
-			c.errorf(CodeParseShape, e, path+".enabled", "Write `enabled: true` or `enabled: false`.", "`enabled` must be a boolean")
+		if e := d.Get("enabled"); e != nil && deref(e).Kind != KindBool && !isWholeExpr(deref(e)) {
+			c.errorf(CodeParseShape, e, path+".enabled", "Write `enabled: true` or `enabled: false` (or one `${{ … }}` expression).", "`enabled` must be a boolean, not %s", kindName(e))
 			return nil, false
 		}
 		if b := d.Get("budget_tokens"); b != nil && !c.numberIn(b, path+".budget_tokens", "budget_tokens", 1, 1<<62, true) {
@@ -220,20 +222,28 @@ func (c *checker) modelID(n *Node, path string) bool {
 		c.errorf(CodeParseShape, n, path, "Write the model as `<provider>/<name>`, e.g. `openai/gpt-4o-mini`.", "a model must be a string, not %s", kindName(n))
 		return false
 	}
-	prov, name, ok := strings.Cut(d.Str, "/")
-	if !ok || name == "" || strings.ContainsAny(name, " \t\r\n") {
-		c.errorf(CodeParseShape, n, path, "Write the model as `<provider>/<name>`, e.g. `openai/gpt-4o-mini` or `mock/echo`.", "bad model id %q", d.Str)
-		return false
-	}
-	if !contains(providers, prov) {
-		c.errorf(CodeParseShape, n, path, "Use one of the providers: "+strings.Join(providers, ", ")+"."+didYouMean(prov, providers), "unknown provider %q in model %q", prov, d.Str)
-		return false
-	}
-	if prov == "mock" && name != "echo" {
-		c.errorf(CodeParseShape, n, path, "The mock provider serves only `mock/echo`.", "unknown mock model %q", d.Str)
+	if msg, detail := ModelProblem(d.Str); msg != "" {
+		c.errorf(CodeParseShape, n, path, detail, "%s", msg)
 		return false
 	}
 	return true
+}
+
+// ModelProblem checks a model id `<provider>/<name>` (LANGUAGE.md §6.1):
+// a known provider, a non-empty name without whitespace, and only
+// `mock/echo` on the mock provider. It returns what is wrong and how to fix
+// it, or two empty strings. cmd/nika uses it for --model.
+func ModelProblem(id string) (msg, detail string) {
+	prov, name, ok := strings.Cut(id, "/")
+	switch {
+	case !ok || name == "" || strings.ContainsAny(name, " \t\r\n"):
+		return fmt.Sprintf("bad model id %q", id), "Write the model as `<provider>/<name>`, e.g. `openai/gpt-4o-mini` or `mock/echo`."
+	case !contains(providers, prov):
+		return fmt.Sprintf("unknown provider %q in model %q", prov, id), "Use one of the providers: " + strings.Join(providers, ", ") + "." + didYouMean(prov, providers)
+	case prov == "mock" && name != "echo":
+		return fmt.Sprintf("unknown mock model %q", id), "The mock provider serves only `mock/echo`."
+	}
+	return "", ""
 }
 
 // resolveModel applies §6.1: task model, then --model, then the envelope.
@@ -463,6 +473,15 @@ func (c *checker) builtinContract(body *Node, path string) {
 		}
 		c.errorf(is.Code, at, ap, detail, "%s", is.Message)
 	}
+}
+
+// isWholeExpr reports a string that is exactly one placeholder.
+func isWholeExpr(n *Node) bool {
+	if n.Kind != KindString {
+		return false
+	}
+	t, err := expr.Scan(n.Str)
+	return err == nil && t.Whole()
 }
 
 // yaml11Bools are the words YAML 1.1 read as booleans; in YAML 1.2 they are strings.

@@ -2,6 +2,8 @@ package spec
 
 import (
 	"fmt"
+
+	"github.com/nikahq/nika/spec/expr"
 	"sort"
 	"strings"
 )
@@ -63,7 +65,7 @@ func (c *checker) lintTask(t *taskState) {
 		if oc := deref(deref(m.Get(p)).Get("on_codes")); oc.Kind == KindSeq {
 			for i, it := range oc.Items {
 				code := deref(it).Str
-				if _, ok := LookupCode(code); WellFormedCode(code) && !ok {
+				if known, ok := LookupCode(code); WellFormedCode(code) && (!ok || known.Retired) {
 					c.warn("unknown-code", "PARSE", it, pathIndex(t.path+"."+p+".on_codes", i), "Check the code with `nika explain`; a code that is never emitted never matches.", "%s is not an allocated code", code)
 				}
 			}
@@ -95,7 +97,7 @@ func (c *checker) lintVerbs(path string, m *Node) {
 				c.lintGlobs(body.Get("tools"), bp+".tools")
 			}
 		case "exec":
-			if cmd := body.Get("command"); cmd != nil && deref(cmd).Kind == KindString && strings.Contains(deref(cmd).Str, "${{") {
+			if cmd := body.Get("command"); cmd != nil && deref(cmd).Kind == KindString && hasExpr(deref(cmd).Str) {
 				c.warn("exec-string-interpolation", "EXEC", cmd, bp+".command", "Prefer the argv form, `command: [\"prog\", \"${{ … }}\"]`: values are then never parsed by a shell.", "a string command interpolates an expression into a shell")
 			}
 		}
@@ -116,4 +118,10 @@ func (c *checker) lintGlobs(n *Node, path string) {
 			c.warn("tool-glob-doublestar", "SEC", it, pathIndex(path, i), "Name the tools or namespaces you mean (`nika:*`, `mcp:github/*`): `**` grants every tool.", "`**` admits every tool")
 		}
 	}
+}
+
+// hasExpr reports a string holding a real placeholder (not an escaped \${{).
+func hasExpr(s string) bool {
+	t, err := expr.Scan(s)
+	return err != nil || t.HasExpr()
 }

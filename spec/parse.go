@@ -47,9 +47,13 @@ func Parse(name string, src []byte) (f *File, findings []Finding) {
 	}
 	var docs []*ast.DocumentNode
 	for _, d := range astFile.Docs {
-		if d != nil && d.Body != nil {
-			docs = append(docs, d)
+		if d == nil || d.Body == nil {
+			continue
 		}
+		if _, isDirective := d.Body.(*ast.DirectiveNode); isDirective {
+			continue // %YAML 1.2 and friends: not a document of their own
+		}
+		docs = append(docs, d)
 	}
 	if len(docs) == 0 {
 		f.Root = &Node{Kind: KindNull, Pos: Pos{Line: 1, Column: 1}}
@@ -97,6 +101,9 @@ func (p *yamlParser) syntaxFinding(err error) Finding {
 		}
 	}
 	detail := "Fix the YAML syntax at this position."
+	if strings.Contains(msg, "tab character") {
+		detail = "Replace the tab with spaces: nika's YAML parser accepts tabs only inside scalars."
+	}
 	if line := p.file.Line(pos.Line); strings.Contains(msg, "'\t'") || (strings.Contains(line, "\t") && strings.TrimLeft(line, " \t") != line && strings.ContainsRune(line[:len(line)-len(strings.TrimLeft(line, " \t"))], '\t')) {
 		msg = "a tab character in indentation"
 		detail = "YAML indents with spaces only: replace the tab with spaces."
@@ -235,9 +242,7 @@ func (p *yamlParser) convert(n ast.Node, path string) *Node {
 			return p.convert(v.Value, path)
 		}
 		out := p.convert(v.Value, path)
-		if tag == "!!str" && out.IsScalar() && out.Kind != KindString {
-			out.Kind, out.Style = KindString, StylePlain
-		}
+		p.applyTag(out, tag, pos, path)
 		out.Pos = pos
 		return out
 	case *ast.MappingNode:
@@ -285,6 +290,47 @@ func (p *yamlParser) convert(n ast.Node, path string) *Node {
 		return &Node{Kind: KindNull}
 	}
 	return p.scalar(n, path)
+}
+
+// applyTag types a scalar by its explicit core tag: `!!int "3"` is the
+// integer 3. A value its tag cannot hold is NIKA-PARSE-001.
+func (p *yamlParser) applyTag(n *Node, tag string, pos Pos, path string) {
+	if !n.IsScalar() {
+		if (tag == "!!seq" && n.Kind != KindSeq) || (tag == "!!map" && n.Kind != KindMap) || (tag != "!!seq" && tag != "!!map" && n.Kind != KindAlias) {
+			p.add(CodeParseSyntax, pos, path, fmt.Sprintf("a %s cannot be tagged %s", n.Kind, tag), "Remove the tag, or give it a value of that type.")
+		}
+		return
+	}
+	text := n.Str
+	if n.Kind != KindString {
+		text = strings.TrimSpace(text)
+	}
+	probe := &Node{Pos: n.Pos}
+	p.retype(probe, text)
+	ok := true
+	switch tag {
+	case "!!str":
+		n.Kind, n.Str = KindString, text
+		return
+	case "!!int":
+		ok = probe.Kind == KindInt
+	case "!!float":
+		ok = probe.Kind == KindFloat || probe.Kind == KindInt
+		if probe.Kind == KindInt {
+			probe.Kind, probe.Float = KindFloat, float64(probe.Int)
+		}
+	case "!!bool":
+		ok = probe.Kind == KindBool
+	case "!!null":
+		ok = probe.Kind == KindNull
+	default:
+		ok = false
+	}
+	if !ok {
+		p.add(CodeParseSyntax, pos, path, fmt.Sprintf("%q is not a valid %s", text, tag), "Write a value of the tag's type, or remove the tag.")
+		return
+	}
+	n.Kind, n.Int, n.Float, n.Bool, n.Str = probe.Kind, probe.Int, probe.Float, probe.Bool, text
 }
 
 func (p *yamlParser) keyPos(mv *ast.MappingValueNode) Pos {

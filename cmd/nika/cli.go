@@ -170,6 +170,18 @@ func checkFiles(names []string, model string, stderr io.Writer) ([]spec.FileResu
 	return results, analyses
 }
 
+// checkModelFlag refuses a malformed --model as a usage error (exit 2).
+func checkModelFlag(cmd, model string, stderr io.Writer) (int, bool) {
+	if model == "" {
+		return 0, true
+	}
+	if msg, detail := spec.ModelProblem(model); msg != "" {
+		fmt.Fprintf(stderr, "nika %s: --model: %s — %s\n", cmd, msg, detail)
+		return exitUsage, false
+	}
+	return 0, true
+}
+
 // mcpServers reads the names of the engine's MCP registry,
 // .nika/mcp_servers.json in the run directory (D7, D25). Without the file,
 // the registry is not visible and unregistered servers are found at run time.
@@ -213,6 +225,9 @@ func cmdCheck(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprint(stderr, "nika check: no file given\n"+usageOf(fs))
 		return exitUsage
 	}
+	if code, ok := checkModelFlag("check", *model, stderr); !ok {
+		return code
+	}
 	results, _ := checkFiles(files, *model, stderr)
 	if *asJSON {
 		if err := spec.WriteJSON(stdout, results); err != nil {
@@ -244,6 +259,9 @@ func cmdGraph(args []string, stdout, stderr io.Writer) int {
 	if *format != "mermaid" && *format != "dot" && *format != "json" {
 		fmt.Fprintf(stderr, "nika graph: unknown format %q (use mermaid, dot or json)\n", *format)
 		return exitUsage
+	}
+	if code, ok := checkModelFlag("graph", *model, stderr); !ok {
+		return code
 	}
 	results, analyses := checkFiles(files, *model, stderr)
 	if !results[0].Valid() {
