@@ -3,7 +3,6 @@ package spec
 import (
 	"fmt"
 	"regexp"
-	"strconv"
 	"strings"
 	"time"
 
@@ -573,4 +572,3 @@ func (c *checker) onFinally(t *taskState, n *Node) {
 	}
 }
 
-var _ = strconv.Itoa
