@@ -571,4 +571,3 @@ func (c *checker) onFinally(t *taskState, n *Node) {
 		t.OnFinally = append(t.OnFinally, item)
 	}
 }
-

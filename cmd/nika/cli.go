@@ -329,4 +329,3 @@ func cmdSchema(args []string, stdout, stderr io.Writer) int {
 	stdout.Write(spec.WorkflowSchema())
 	return exitOK
 }
-
