@@ -1,0 +1,78 @@
+package event
+
+import "time"
+
+// Kinds of the live stream (D19). Fields may be added; consumers ignore kinds they do not know.
+const (
+	LiveTaskStarted      = "task_started"
+	LiveTaskFinished     = "task_finished"
+	LiveTaskRetrying     = "task_retrying"
+	LiveProviderRequest  = "provider_request"
+	LiveToolCallStarted  = "tool_call_started"
+	LiveToolCallFinished = "tool_call_finished"
+	LiveBatchDispatched  = "batch_dispatched"
+	LiveAgentNudge       = "agent_nudge"
+	LiveAgentStalled     = "agent_stalled"
+	LiveAgentFinished    = "agent_finished"
+)
+
+// Live is one observation of the live stream (D19): real time, completion order, never persisted. Metrics
+// and the terminal view read only this stream, and nothing reads it to decide anything. Each kind sets
+// the fields that apply to it; the others stay zero.
+type Live struct {
+	Kind      string        // one of the Live* kinds
+	Task      string        // every kind
+	Verb      string        // task_started, task_finished
+	Iteration int           // 0-based inside for_each, NoIteration otherwise (task kinds)
+	Attempt   int           // 1-based (task kinds)
+	Status    string        // task_finished: the terminal status (success, failure, skipped, cancelled)
+	Code      string        // NIKA code of a failure: task_finished, task_retrying, tool_call_finished
+	Elapsed   time.Duration // task_finished, provider_request, tool_call_finished
+
+	Turn  int // agent turn, 1-based (0 outside an agent): provider_request, tool_call_*, batch_dispatched, agent_nudge, agent_stalled
+	Index int // position of the call in its batch: tool_call_*
+	Size  int // calls in the batch: batch_dispatched
+
+	Tool     string // tool_call_*
+	Provider string // provider_request
+	Model    string // provider_request
+	Outcome  string // provider_request: how it ended (success, or the D27 reason of a failure)
+	Reason   string // agent_nudge, agent_stalled
+
+	InputTokens, OutputTokens int // provider_request
+
+	RateLimited bool // provider_request
+	IsError     bool // tool_call_finished
+
+	Turns int       // agent_finished
+	At    time.Time // when it happened (wall clock)
+}
+
+// LiveSink receives the live stream. Observe is called from many goroutines (tasks, agent loops, tool
+// calls run concurrently), so implementations are safe for concurrent use; it must return quickly and
+// never fails anything.
+type LiveSink interface {
+	Observe(Live)
+}
+
+// LiveFunc adapts a function to LiveSink. A nil LiveFunc ignores everything.
+type LiveFunc func(Live)
+
+// Observe implements LiveSink.
+func (f LiveFunc) Observe(l Live) {
+	if f != nil {
+		f(l)
+	}
+}
+
+// LiveFanout passes each observation to every sink, in slice order. Nil entries are skipped.
+type LiveFanout []LiveSink
+
+// Observe implements LiveSink.
+func (f LiveFanout) Observe(l Live) {
+	for _, s := range f {
+		if s != nil {
+			s.Observe(l)
+		}
+	}
+}

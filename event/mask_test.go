@@ -1,0 +1,107 @@
+package event
+
+import (
+	"encoding/json"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+)
+
+func upper(s string) string { return strings.ToUpper(s) }
+
+func TestMaskValueDeep(t *testing.T) {
+	in := map[string]any{
+		"s":   "secret",
+		"n":   1,
+		"f":   2.5,
+		"b":   true,
+		"nil": nil,
+		"num": json.Number("1.50"),
+		"m": map[string]any{
+			"inner": []any{"a", 1, map[string]any{"deep": "x", "k": []string{"y"}}},
+			"ss":    map[string]string{"key": "v"},
+		},
+		"bytes": []byte("raw"),
+	}
+	got := MaskValue(in, upper)
+	want := map[string]any{
+		"s":   "SECRET",
+		"n":   1,
+		"f":   2.5,
+		"b":   true,
+		"nil": nil,
+		"num": json.Number("1.50"),
+		"m": map[string]any{
+			"inner": []any{"A", 1, map[string]any{"deep": "X", "k": []string{"Y"}}},
+			"ss":    map[string]string{"key": "V"},
+		},
+		"bytes": []byte("raw"),
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("got  %#v\nwant %#v", got, want)
+	}
+	// The input is untouched.
+	if in["s"] != "secret" || in["m"].(map[string]any)["inner"].([]any)[0] != "a" ||
+		in["m"].(map[string]any)["ss"].(map[string]string)["key"] != "v" {
+		t.Errorf("input modified: %#v", in)
+	}
+	// A new value: changing the result does not reach the input.
+	got.(map[string]any)["m"].(map[string]any)["inner"].([]any)[1] = "changed"
+	got.(map[string]any)["bytes"].([]byte)[0] = 'X'
+	if in["m"].(map[string]any)["inner"].([]any)[1] != 1 || string(in["bytes"].([]byte)) != "raw" {
+		t.Error("result shares storage with the input")
+	}
+}
+
+type payload struct {
+	Name  string            `json:"name"`
+	Tags  []string          `json:"tags"`
+	Inner map[string]string `json:"inner"`
+}
+
+type label string
+
+func TestMaskValueOtherTypes(t *testing.T) {
+	in := map[string]any{
+		"struct": payload{Name: "n", Tags: []string{"t"}, Inner: map[string]string{"k": "v"}},
+		"raw":    json.RawMessage(`{"a":["x",1.0]}`),
+		"typed":  []int{1, 2},
+		"named":  label("l"),
+		"time":   time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC),
+	}
+	got := MaskValue(in, upper)
+	want := map[string]any{
+		"struct": map[string]any{"name": "N", "tags": []any{"T"}, "inner": map[string]any{"k": "V"}},
+		"raw":    map[string]any{"a": []any{"X", json.Number("1.0")}},
+		"typed":  []any{json.Number("1"), json.Number("2")},
+		"named":  "L",
+		"time":   "2026-01-02T03:04:05Z",
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("got  %#v\nwant %#v", got, want)
+	}
+}
+
+func TestMaskValueNilMaskerIsIdentity(t *testing.T) {
+	in := map[string]any{"s": "x"}
+	got := MaskValue(in, nil)
+	got.(map[string]any)["s"] = "y"
+	if in["s"] != "y" {
+		t.Error("nil masker: want v itself")
+	}
+	if MaskValue("s", nil) != "s" || MaskValue(nil, upper) != nil {
+		t.Error("scalars")
+	}
+}
+
+func TestMaskValueUnencodable(t *testing.T) {
+	ch := make(chan int)
+	if got := MaskValue(ch, upper); got != any(ch) {
+		t.Errorf("got %v, want the value as is", got)
+	}
+	// A cycle does not hang or overflow the stack.
+	cyc := map[string]any{}
+	cyc["self"] = cyc
+	_ = MaskValue(cyc, upper)
+}
