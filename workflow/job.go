@@ -1,0 +1,37 @@
+package workflow
+
+import "github.com/nikahq/nika/spec"
+
+// Job is one attempt (or one for_each iteration's attempt) of a task, with
+// its verb fields evaluated. It crosses the planner/verb boundary (D8).
+type Job struct {
+	Task      *spec.Task
+	Verb      string         // infer, exec, invoke, agent
+	Fields    map[string]any // the evaluated verb body (prompt, command, tool, args, …)
+	Model     string         // resolved model for infer/agent
+	Attempt   int            // 1-based
+	Iteration int            // 0-based for_each index, -1 when not under for_each
+	Permits   *spec.Permits  // nil when the workflow has none
+	RunDir    string         // the run directory (working directory of the run)
+	Workflow  string
+	// Emit is how nika:log / nika:emit reach the canonical stream; never nil
+	// (use a no-op).
+	Emit func(kind string, fields map[string]any)
+}
+
+// Outcome is what a verb returns: an output, or an error; never both.
+type Outcome struct {
+	Output any
+	Err    *spec.Error
+	Usage  []Usage // one per provider request (infer); empty otherwise
+}
+
+// Usage is the token usage of one provider request.
+type Usage struct {
+	Model                     string
+	InputTokens, OutputTokens int
+	Reported                  bool // false when the provider reported no usage
+}
+
+// Failed builds an error outcome.
+func Failed(err *spec.Error) Outcome { return Outcome{Err: err} }
