@@ -1,0 +1,330 @@
+package planner
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/nikahq/nika/event"
+	"github.com/nikahq/nika/spec"
+	"github.com/nikahq/nika/workflow"
+)
+
+// Config is the engine configuration of one run.
+type Config struct {
+	RunID            string
+	Seed             uint64 // retry jitter seed (--seed)
+	MaxParallelTasks int    // 0: unbounded (D4)
+	RunDir           string
+}
+
+// Inputs are the run's resolved vars, env and secrets.
+type Inputs struct {
+	Vars, Env, Secrets map[string]any
+}
+
+// JobID names one unit of work the core asks the driver to run.
+type JobID struct {
+	Task      string
+	Iteration int // 0-based for_each index; -1 outside for_each
+	Attempt   int // 1-based; 0 for an on_finally step
+	Finally   int // index of the on_finally step; -1 for an attempt
+}
+
+// Work is one job to start now.
+type Work struct {
+	ID      JobID
+	Job     workflow.Job
+	Timeout time.Duration // a bound the driver enforces on this job alone (on_finally steps); 0: none
+}
+
+// TimerKind tells what a timer is for.
+type TimerKind uint8
+
+const (
+	TimerBackoff  TimerKind = iota + 1 // the wait before the next attempt
+	TimerDeadline                      // the task timeout over the whole attempt loop
+)
+
+// Timer asks the driver to call TimerFired after Delay.
+type Timer struct {
+	Task      string
+	Iteration int
+	Kind      TimerKind
+	Seq       int // distinguishes successive timers of the same iteration
+	Delay     time.Duration
+}
+
+// Step is what the core decided after one input. The driver cancels Cancel,
+// starts Start (in order), arms Timers, and writes Events (already in
+// canonical order, with Seq set) before feeding the next input.
+type Step struct {
+	Start  []Work
+	Cancel []JobID
+	Timers []Timer
+	Events []event.Event
+	Done   bool
+}
+
+// Emitted is an event a verb asked for while it ran (nika:log, nika:emit):
+// the driver collects them per job and hands them back with the outcome.
+type Emitted struct {
+	Kind   string
+	Fields map[string]any
+}
+
+// Core is the deterministic state machine of one run.
+type Core struct {
+	w    *workflow.Workflow
+	in   Inputs
+	cfg  Config
+	now  time.Time
+	step Step
+
+	tasks   []*taskRun // declaration order
+	byID    map[string]*taskRun
+	order   []*taskRun // canonical order
+	release int        // next index in order whose events are not yet released
+	seq     int64
+
+	running   int // tasks holding a concurrency slot
+	cancelled bool
+	failed    bool
+	started   bool
+	done      bool
+	startedAt time.Time
+
+	outputs    map[string]any
+	outputsErr *spec.Error
+	state      string
+}
+
+// NewCore prepares a run; nothing happens until Start.
+func NewCore(w *workflow.Workflow, in Inputs, cfg Config) *Core {
+	c := &Core{w: w, in: in, cfg: cfg, byID: make(map[string]*taskRun, len(w.Tasks))}
+	for _, t := range w.Tasks {
+		tr := newTaskRun(t)
+		c.tasks = append(c.tasks, tr)
+		c.byID[t.ID] = tr
+	}
+	for _, t := range w.Order {
+		c.order = append(c.order, c.byID[t.ID])
+	}
+	return c
+}
+
+// Start begins the run: workflow_started, then every task whose
+// dependencies are all terminal (those without any) is gated.
+func (c *Core) Start(now time.Time) Step {
+	c.begin(now)
+	if c.started {
+		return c.end()
+	}
+	c.started, c.startedAt = true, now
+	c.emitRun(event.WorkflowStarted, map[string]any{
+		"workflow": c.w.Name, "tasks": len(c.w.Tasks), "seed": c.cfg.Seed, "vars": c.in.Vars,
+	})
+	c.advance()
+	return c.end()
+}
+
+// Finished reports the outcome of a job the core started, with the events
+// the verb emitted while it ran.
+func (c *Core) Finished(id JobID, out workflow.Outcome, emitted []Emitted, now time.Time) Step {
+	c.begin(now)
+	if tr := c.byID[id.Task]; tr != nil {
+		tr.finished(c, id, out, emitted)
+	}
+	c.advance()
+	return c.end()
+}
+
+// TimerFired reports that a timer the core armed has elapsed.
+func (c *Core) TimerFired(t Timer, now time.Time) Step {
+	c.begin(now)
+	if tr := c.byID[t.Task]; tr != nil {
+		tr.timer(c, t)
+	}
+	c.advance()
+	return c.end()
+}
+
+// Cancel is the user's cancellation (signal or API): nothing new starts,
+// running attempts end cancelled, pending tasks become cancelled, and
+// started tasks still run on_finally (LANGUAGE.md §3.4).
+func (c *Core) Cancel(now time.Time) Step {
+	c.begin(now)
+	if !c.cancelled && !c.done {
+		c.cancelled = true
+		for _, tr := range c.tasks {
+			tr.userCancel(c)
+		}
+	}
+	c.advance()
+	return c.end()
+}
+
+func (c *Core) begin(now time.Time) {
+	c.now = now
+	c.step = Step{}
+}
+
+func (c *Core) end() Step {
+	s := c.step
+	s.Done = c.done
+	c.step = Step{}
+	return s
+}
+
+// advance gates every waiting task whose dependencies are terminal, starts
+// what the concurrency bound allows, releases settled events in canonical
+// order, and finishes the run when every task is terminal.
+func (c *Core) advance() {
+	for progress := true; progress; {
+		progress = false
+		for _, tr := range c.tasks {
+			if tr.phase == phaseWaiting && c.depsTerminal(tr) {
+				tr.gate(c)
+				progress = true
+			}
+		}
+		for _, tr := range c.tasks {
+			if tr.phase == phaseReady && (c.cfg.MaxParallelTasks <= 0 || c.running < c.cfg.MaxParallelTasks) && !c.cancelled {
+				c.running++
+				tr.holdsSlot = true
+				tr.begin(c)
+				progress = true
+			}
+			if tr.phase == phaseRecoverWait && c.recoverReady(tr) {
+				tr.resumeRecover(c)
+				progress = true
+			}
+		}
+	}
+	c.releaseSettled()
+	if !c.done && c.release == len(c.order) {
+		c.finishRun()
+	}
+}
+
+func (c *Core) depsTerminal(tr *taskRun) bool {
+	for _, d := range tr.t.DependsOn {
+		if !c.byID[d].terminal() {
+			return false
+		}
+	}
+	return true
+}
+
+func (c *Core) recoverReady(tr *taskRun) bool {
+	for _, id := range tr.recoverRefs {
+		if dep := c.byID[id]; dep != nil && !dep.terminal() {
+			return false
+		}
+	}
+	return true
+}
+
+// slotFree gives back a task's concurrency slot.
+func (c *Core) slotFree(tr *taskRun) {
+	if tr.holdsSlot {
+		tr.holdsSlot = false
+		c.running--
+	}
+}
+
+// releaseSettled moves the buffered events of settled tasks to the step, in
+// canonical order: a task that settled early waits for those before it.
+func (c *Core) releaseSettled() {
+	for c.release < len(c.order) && c.order[c.release].phase == phaseSettled {
+		tr := c.order[c.release]
+		for _, e := range tr.events() {
+			c.emit(e)
+		}
+		c.release++
+	}
+}
+
+func (c *Core) emit(e event.Event) {
+	c.seq++
+	e.Seq = c.seq
+	e.TS = c.now
+	e.RunID = c.cfg.RunID
+	c.step.Events = append(c.step.Events, e)
+}
+
+func (c *Core) emitRun(kind string, fields map[string]any) {
+	c.emit(event.Event{Kind: kind, Iteration: -1, Fields: fields})
+}
+
+func (c *Core) finishRun() {
+	c.done = true
+	c.outputs, c.outputsErr = c.evalOutputs()
+	if c.outputsErr != nil {
+		c.failed = true
+	}
+	timing := map[string]any{"duration_ms": c.now.Sub(c.startedAt).Milliseconds()}
+	switch {
+	case c.failed:
+		c.state = "failure"
+		f := map[string]any{"state": c.state, "timing": timing}
+		if c.outputsErr != nil {
+			f["error"] = c.outputsErr.Code
+		}
+		c.emitRun(event.WorkflowFailed, f)
+	case c.cancelled:
+		c.state = "cancelled"
+		c.emitRun(event.WorkflowCancelled, map[string]any{"state": c.state, "error": "NIKA-CANCEL-001", "timing": timing})
+	default:
+		c.state = "success"
+		c.emitRun(event.WorkflowCompleted, map[string]any{"state": c.state, "timing": timing})
+	}
+}
+
+// Result is the outcome of a finished run: its state, every task's record
+// in declaration order, and the outputs.
+type Result struct {
+	State   string // success, failure, cancelled
+	Tasks   []TaskResult
+	Outputs map[string]any
+	Error   *spec.Error // an outputs error (NIKA-VAR-009, …), belonging to no task
+	Usage   map[string]*ModelUsage
+}
+
+// TaskResult is one task's entry in the report (D22).
+type TaskResult struct {
+	ID     string
+	Status string
+	Output any
+	Error  *spec.Error
+	Usage  map[string]*ModelUsage
+}
+
+// ModelUsage sums provider usage per model (D22).
+type ModelUsage struct {
+	Requests, InputTokens, OutputTokens, Unreported int
+}
+
+// Result returns the run's result; meaningful once a Step reported Done.
+func (c *Core) Result() Result {
+	r := Result{State: c.state, Outputs: c.outputs, Error: c.outputsErr, Usage: map[string]*ModelUsage{}}
+	for _, tr := range c.tasks {
+		tres := TaskResult{ID: tr.t.ID, Status: tr.status, Output: tr.output, Error: tr.err, Usage: tr.usage}
+		r.Tasks = append(r.Tasks, tres)
+		for m, u := range tr.usage {
+			agg := r.Usage[m]
+			if agg == nil {
+				agg = &ModelUsage{}
+				r.Usage[m] = agg
+			}
+			agg.Requests += u.Requests
+			agg.InputTokens += u.InputTokens
+			agg.OutputTokens += u.OutputTokens
+			agg.Unreported += u.Unreported
+		}
+	}
+	return r
+}
+
+func (id JobID) String() string {
+	return fmt.Sprintf("%s[%d]#%d/%d", id.Task, id.Iteration, id.Attempt, id.Finally)
+}

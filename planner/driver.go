@@ -1,0 +1,218 @@
+package planner
+
+import (
+	"context"
+	"fmt"
+	"runtime/debug"
+	"sync"
+	"time"
+
+	"github.com/nikahq/nika/event"
+	"github.com/nikahq/nika/spec"
+	"github.com/nikahq/nika/workflow"
+)
+
+// Verb runs one job (ARCHITECTURE.md §4). Implementations return failures
+// as outcomes and must honour ctx.
+type Verb interface {
+	Run(ctx context.Context, job workflow.Job) workflow.Outcome
+}
+
+// BatchVerb is an optional capability, found by type assertion (D5): the
+// driver hands it every job of that verb started in one step.
+type BatchVerb interface {
+	RunBatch(ctx context.Context, jobs []workflow.Job) []workflow.Outcome
+}
+
+// Options wire one run.
+type Options struct {
+	Config
+	Verbs     map[string]Verb // by verb name: infer, exec, invoke, agent
+	Canonical event.Sink      // the canonical stream; nil: discarded
+	Live      event.LiveSink  // the live stream; nil: discarded
+	Clock     func() time.Time
+}
+
+// Run executes a compiled workflow to the end and returns its result. A
+// cancelled ctx is the user's cancellation: nothing new starts, running
+// attempts are cancelled, and started tasks still run on_finally within
+// their bound. Run returns only once every goroutine it started is done.
+func Run(ctx context.Context, w *workflow.Workflow, in Inputs, opts Options) Result {
+	d := &driver{
+		opts:    opts,
+		core:    NewCore(w, in, opts.Config),
+		base:    ctx,
+		results: make(chan jobResult),
+		timers:  make(chan Timer),
+		stop:    make(chan struct{}),
+		running: map[JobID]context.CancelFunc{},
+	}
+	if d.opts.Clock == nil {
+		d.opts.Clock = time.Now
+	}
+	return d.run()
+}
+
+type jobResult struct {
+	id      JobID
+	out     workflow.Outcome
+	emitted []Emitted
+}
+
+type driver struct {
+	opts    Options
+	core    *Core
+	base    context.Context
+	results chan jobResult
+	timers  chan Timer
+	stop    chan struct{} // closed when Run returns: pending timers give up
+	running map[JobID]context.CancelFunc
+	armed   []*time.Timer
+	wg      sync.WaitGroup
+}
+
+func (d *driver) run() Result {
+	defer func() {
+		close(d.stop)
+		for _, t := range d.armed {
+			t.Stop()
+		}
+	}()
+	step := d.core.Start(d.opts.Clock())
+	userDone := d.base.Done()
+	for {
+		d.carryOut(step)
+		if step.Done && len(d.running) == 0 {
+			break
+		}
+		if step.Done { // fail-fast or timed-out jobs still unwinding
+			for _, cancel := range d.running {
+				cancel()
+			}
+		}
+		select {
+		case r := <-d.results:
+			d.running[r.id]()
+			delete(d.running, r.id)
+			d.live(event.Live{Kind: "task_finished", Task: r.id.Task, Iteration: r.id.Iteration, Attempt: r.id.Attempt,
+				Status: status(r.out), Code: code(r.out), At: d.opts.Clock()})
+			if step.Done {
+				step = Step{Done: true}
+				continue
+			}
+			step = d.core.Finished(r.id, r.out, r.emitted, d.opts.Clock())
+		case t := <-d.timers:
+			if step.Done {
+				step = Step{Done: true}
+				continue
+			}
+			step = d.core.TimerFired(t, d.opts.Clock())
+		case <-userDone:
+			userDone = nil
+			if !step.Done {
+				step = d.core.Cancel(d.opts.Clock())
+			}
+		}
+	}
+	d.wg.Wait()
+	return d.core.Result()
+}
+
+// carryOut does what a step says: release events, cancel, start, arm.
+func (d *driver) carryOut(s Step) {
+	for _, e := range s.Events {
+		if d.opts.Canonical != nil {
+			d.opts.Canonical.Emit(e)
+		}
+	}
+	for _, id := range s.Cancel {
+		if cancel, ok := d.running[id]; ok {
+			cancel()
+		}
+	}
+	for _, wk := range s.Start {
+		d.start(wk)
+	}
+	for _, t := range s.Timers {
+		t := t
+		d.armed = append(d.armed, time.AfterFunc(t.Delay, func() {
+			select {
+			case d.timers <- t:
+			case <-d.stop:
+			}
+		}))
+	}
+}
+
+// start runs one job in its own goroutine. on_finally steps run on a
+// context that a user cancellation does not cancel, bounded by their
+// timeout (LANGUAGE.md §3.11).
+func (d *driver) start(wk Work) {
+	parent := d.base
+	if wk.ID.Finally >= 0 {
+		parent = context.WithoutCancel(d.base)
+	}
+	ctx, cancel := context.WithCancel(parent)
+	if wk.Timeout > 0 {
+		var cancelT context.CancelFunc
+		ctx, cancelT = context.WithTimeout(ctx, wk.Timeout)
+		inner := cancel
+		cancel = func() { cancelT(); inner() }
+	}
+	d.running[wk.ID] = cancel
+	verb := d.opts.Verbs[wk.Job.Verb]
+	var mu sync.Mutex
+	var emitted []Emitted
+	job := wk.Job
+	job.Emit = func(kind string, fields map[string]any) {
+		mu.Lock()
+		emitted = append(emitted, Emitted{Kind: kind, Fields: fields})
+		mu.Unlock()
+	}
+	d.live(event.Live{Kind: "task_started", Task: wk.ID.Task, Verb: job.Verb, Iteration: wk.ID.Iteration, Attempt: wk.ID.Attempt, At: d.opts.Clock()})
+	d.wg.Add(1)
+	go func() {
+		defer d.wg.Done()
+		out := runVerb(ctx, verb, job)
+		mu.Lock()
+		em := emitted
+		mu.Unlock()
+		d.results <- jobResult{id: wk.ID, out: out, emitted: em}
+	}()
+}
+
+// runVerb calls the verb, turning a missing verb or a panic into an error
+// outcome, and a context ended by a timeout into NIKA-TIMEOUT-001 for
+// on_finally steps.
+func runVerb(ctx context.Context, v Verb, job workflow.Job) (out workflow.Outcome) {
+	if v == nil {
+		return workflow.Failed(spec.NewError("NIKA-INVOKE-001", fmt.Sprintf("verb %q is not in this build", job.Verb), nil))
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			out = workflow.Failed(&spec.Error{Category: "internal_error",
+				Message: fmt.Sprintf("verb %s panicked: %v", job.Verb, r), Details: map[string]any{"stack": string(debug.Stack())}})
+		}
+	}()
+	return v.Run(ctx, job)
+}
+
+func (d *driver) live(l event.Live) {
+	if d.opts.Live != nil {
+		d.opts.Live.Observe(l)
+	}
+}
+
+func status(o workflow.Outcome) string {
+	if o.Err != nil {
+		return "failure"
+	}
+	return "success"
+}
+
+func code(o workflow.Outcome) string {
+	if o.Err != nil {
+		return o.Err.Code
+	}
+	return ""
+}

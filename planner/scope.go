@@ -1,0 +1,262 @@
+package planner
+
+import (
+	"context"
+	"fmt"
+	"sort"
+
+	"github.com/nikahq/nika/spec"
+	"github.com/nikahq/nika/workflow"
+)
+
+type scopeKind uint8
+
+const (
+	scopeGate    scopeKind = iota // when, for_each: dependencies
+	scopeWith                     // with: dependencies, item/index
+	scopeBody                     // verb body: dependencies, with, item/index
+	scopeRecover                  // recover: every terminal task, with, item/index
+	scopeFinally                  // on_finally: the task and its dependencies
+	scopeOutputs                  // envelope outputs: every task
+)
+
+// scope builds what an expression at one position may see (LANGUAGE.md
+// §4.2). The checker already proved every reference visible; the scope
+// still carries only the records the position may read.
+func (c *Core) scope(tr *taskRun, kind scopeKind, it *iterRun) workflow.Scope {
+	s := workflow.Scope{Vars: c.in.Vars, Env: c.in.Env, Secrets: c.in.Secrets, Tasks: map[string]any{}}
+	switch kind {
+	case scopeGate, scopeWith, scopeBody:
+		for _, d := range tr.t.DependsOn {
+			s.Tasks[d] = c.byID[d].recordValue()
+		}
+	case scopeFinally:
+		for _, d := range tr.t.DependsOn {
+			s.Tasks[d] = c.byID[d].recordValue()
+		}
+		s.Tasks[tr.t.ID] = tr.recordValue()
+	case scopeRecover, scopeOutputs:
+		for _, o := range c.tasks {
+			if o != tr && o.terminal() {
+				s.Tasks[o.t.ID] = o.recordValue()
+			}
+		}
+	}
+	if it != nil && (kind == scopeBody || kind == scopeRecover || kind == scopeWith) {
+		if kind != scopeWith {
+			s.With = it.with
+		}
+		if it.index >= 0 {
+			s.Item, s.Index, s.HasItem = it.item, it.index, true
+		}
+	}
+	return s
+}
+
+// recordValue is the task record of §3.13 as expressions see it.
+func (tr *taskRun) recordValue() map[string]any {
+	r := map[string]any{
+		"status": tr.status, "output": tr.output, "error": nil,
+		"started_at": nil, "ended_at": nil, "duration_ms": tr.duration().Milliseconds(),
+	}
+	if tr.err != nil {
+		r["error"] = errorValue(tr.err)
+	}
+	if tr.started {
+		r["started_at"] = tr.startedAt.UTC().Format(timeLayout)
+		r["ended_at"] = tr.endedAt.UTC().Format(timeLayout)
+	}
+	for _, n := range bindingNames(tr.t) {
+		r[n] = nil
+		if tr.status == "success" {
+			r[n] = tr.bindings[n]
+		}
+	}
+	return r
+}
+
+const timeLayout = "2006-01-02T15:04:05.000Z07:00"
+
+// errorValue is the §8.1 error object in the value model.
+func errorValue(e *spec.Error) map[string]any {
+	var code any
+	if e.Code != "" {
+		code = e.Code
+	}
+	details := map[string]any{}
+	for k, v := range e.Details {
+		details[k] = v
+	}
+	return map[string]any{"code": code, "category": e.Category, "message": e.Message, "transient": e.Transient,
+		"details": details, "task_id": e.TaskID, "attempt": e.Attempt}
+}
+
+func bindingNames(t *spec.Task) []string {
+	names := make([]string, len(t.Bindings))
+	for i, b := range t.Bindings {
+		names[i] = b.Name
+	}
+	return names
+}
+
+// runBindings runs the jq bindings in name order over a raw output (§3.6);
+// the first failure stops them.
+func runBindings(bs []*spec.Binding, output any) (map[string]any, *spec.Error) {
+	if len(bs) == 0 {
+		return nil, nil
+	}
+	sorted := append([]*spec.Binding(nil), bs...)
+	sort.Slice(sorted, func(i, j int) bool { return sorted[i].Name < sorted[j].Name })
+	out := make(map[string]any, len(bs))
+	for _, b := range sorted {
+		vals, err := b.Program.Run(context.Background(), output)
+		if err != nil {
+			return nil, spec.NewError("NIKA-VAR-004", fmt.Sprintf("binding %q: %v", b.Name, err), map[string]any{"binding": b.Name})
+		}
+		if len(vals) != 1 {
+			return nil, spec.NewError("NIKA-VAR-002", fmt.Sprintf("binding %q produced %d values, want exactly one", b.Name, len(vals)),
+				map[string]any{"binding": b.Name, "count": len(vals)})
+		}
+		out[b.Name] = vals[0]
+	}
+	return out, nil
+}
+
+// templateTaskRefs lists the tasks a value's expressions read, in first
+// appearance order (for on_error.recover's wait, D2).
+func templateTaskRefs(v spec.Value) []string {
+	var out []string
+	seen := map[string]bool{}
+	var walk func(v any, depth int)
+	walk = func(v any, depth int) {
+		if depth > 64 {
+			return
+		}
+		switch x := v.(type) {
+		case *spec.Template:
+			for _, p := range x.Parts {
+				if p.Program == nil {
+					continue
+				}
+				for _, r := range p.Program.Refs {
+					if r.Root == "tasks" && len(r.Path) > 0 && !seen[r.Path[0]] {
+						seen[r.Path[0]] = true
+						out = append(out, r.Path[0])
+					}
+				}
+			}
+		case []any:
+			for _, e := range x {
+				walk(e, depth+1)
+			}
+		case map[string]any:
+			keys := make([]string, 0, len(x))
+			for k := range x {
+				keys = append(keys, k)
+			}
+			sort.Strings(keys)
+			for _, k := range keys {
+				walk(x[k], depth+1)
+			}
+		}
+	}
+	walk(v, 0)
+	return out
+}
+
+// evalWith evaluates `with` at the start of an attempt (§3.5).
+func (c *Core) evalWith(tr *taskRun, it *iterRun) (map[string]any, *spec.Error) {
+	if len(tr.t.With) == 0 {
+		return map[string]any{}, nil
+	}
+	scope := c.scope(tr, scopeWith, it)
+	out := make(map[string]any, len(tr.t.With))
+	for _, nv := range tr.t.With {
+		v, err := workflow.Eval(nv.Value, scope)
+		if err != nil {
+			return nil, err
+		}
+		out[nv.Name] = v
+	}
+	return out, nil
+}
+
+// job builds the verb's job; the driver sets Emit.
+func (c *Core) job(tr *taskRun, verb string, fields map[string]any, attempt, iteration int) workflow.Job {
+	if fields == nil {
+		fields = map[string]any{}
+	}
+	model := tr.t.Model
+	if m, ok := fields["model"].(string); ok && m != "" {
+		model = m
+	}
+	return workflow.Job{Task: tr.t, Verb: verb, Fields: fields, Model: model, Attempt: attempt, Iteration: iteration,
+		Permits: c.w.Permits, RunDir: c.cfg.RunDir, Workflow: c.w.Name}
+}
+
+// evalOutputs evaluates the envelope outputs in name order once every task
+// is terminal (§2.5). In a run that already failed, entries that cannot be
+// evaluated are null, silently.
+func (c *Core) evalOutputs() (map[string]any, *spec.Error) {
+	out := map[string]any{}
+	decls := append([]*spec.OutputDecl(nil), c.w.Outputs...)
+	sort.Slice(decls, func(i, j int) bool { return decls[i].Name < decls[j].Name })
+	scope := c.scope(&taskRun{t: &spec.Task{}}, scopeOutputs, nil)
+	var first *spec.Error
+	for _, d := range decls {
+		v, err := workflow.Eval(d.Value, scope)
+		if err == nil && d.Type != "" && !matchesType(v, d.Type) {
+			err = spec.NewError("NIKA-VAR-009", fmt.Sprintf("output %q is %s, not %s", d.Name, typeName(v), d.Type),
+				map[string]any{"output": d.Name, "type": d.Type})
+		}
+		if err != nil {
+			out[d.Name] = nil
+			if first == nil && !c.failed && !c.cancelled {
+				first = err
+			}
+			continue
+		}
+		out[d.Name] = v
+	}
+	return out, first
+}
+
+func matchesType(v any, t string) bool {
+	switch x := v.(type) {
+	case string:
+		return t == "string"
+	case bool:
+		return t == "boolean"
+	case int:
+		return t == "integer" || t == "number"
+	case float64:
+		return t == "number" || (t == "integer" && x == float64(int64(x)))
+	case []any:
+		return t == "array"
+	case map[string]any:
+		return t == "object"
+	}
+	return false // null matches no type
+}
+
+func typeName(v any) string {
+	switch v.(type) {
+	case nil:
+		return "null"
+	case string:
+		return "a string"
+	case bool:
+		return "a boolean"
+	case int:
+		return "an integer"
+	case float64:
+		return "a number"
+	case []any:
+		return "an array"
+	case map[string]any:
+		return "an object"
+	case []byte:
+		return "bytes"
+	}
+	return fmt.Sprintf("%T", v)
+}

@@ -1,0 +1,677 @@
+package planner
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/nikahq/nika/event"
+	"github.com/nikahq/nika/spec"
+	"github.com/nikahq/nika/workflow"
+)
+
+type phase uint8
+
+const (
+	phaseWaiting     phase = iota // dependencies not yet terminal
+	phaseReady                    // gate passed, waiting for a concurrency slot
+	phaseRunning                  // attempts or iterations in flight
+	phaseRecoverWait              // on_error.recover waits for a referenced task (holds no slot, D4)
+	phaseFinally                  // outcome decided, on_finally steps running
+	phaseSettled                  // terminal; events ready for release
+)
+
+type iterState uint8
+
+const (
+	iterIdle iterState = iota
+	iterRunning
+	iterBackoff
+	iterRecoverWait
+	iterDone
+)
+
+// iterRun is one attempt loop: the task itself, or one for_each iteration.
+type iterRun struct {
+	index    int // -1 outside for_each
+	item     any
+	attempt  int
+	state    iterState
+	job      JobID // the attempt in flight
+	timerSeq int
+	start    time.Time // when the attempt loop started (for the timeout's elapsed_ms)
+
+	with     map[string]any
+	output   any
+	bindings map[string]any
+	err      *spec.Error
+	skipped  bool // on_error skip: null value, not a failure
+	failed   bool
+	events   []event.Event
+}
+
+// taskRun is the state of one task in the core.
+type taskRun struct {
+	t         *spec.Task
+	phase     phase
+	holdsSlot bool
+
+	status    string
+	output    any
+	bindings  map[string]any
+	err       *spec.Error
+	started   bool
+	startedAt time.Time
+	endedAt   time.Time
+	usage     map[string]*ModelUsage
+
+	recoverRefs []string
+	items       []any
+	iters       []*iterRun
+	next        int // next for_each index to start
+	stopAt      int // fail-fast: iterations at or above never start; len(items) otherwise
+
+	head       []event.Event // task_started
+	tail       []event.Event // on_finally logs, then the terminal event
+	terminalEv event.Event
+	finallyIdx int
+	finallyJob JobID
+	skipReason string
+	cancelCode string
+}
+
+func newTaskRun(t *spec.Task) *taskRun {
+	tr := &taskRun{t: t, usage: map[string]*ModelUsage{}}
+	if t.OnError != nil && t.OnError.HasRecover {
+		tr.recoverRefs = templateTaskRefs(t.OnError.Recover)
+	}
+	return tr
+}
+
+func (tr *taskRun) terminal() bool { return tr.phase == phaseSettled || tr.phase == phaseFinally }
+
+// gate applies the default gate or `when:` (LANGUAGE.md §3.3), then
+// evaluates a for_each collection (§3.7).
+func (tr *taskRun) gate(c *Core) {
+	if c.cancelled {
+		tr.settle(c, "cancelled", nil)
+		tr.skipReason = "user"
+		return
+	}
+	scope := c.scope(tr, scopeGate, nil)
+	switch w := tr.t.When.(type) {
+	case nil:
+		for _, d := range tr.t.DependsOn {
+			if s := c.byID[d].status; s != "success" && s != "skipped" {
+				tr.skipReason = "upstream"
+				tr.settle(c, "cancelled", nil)
+				return
+			}
+		}
+	default:
+		ok, err := workflow.EvalBool(w, scope)
+		if err != nil {
+			tr.settle(c, "failure", tr.stamp(err, 0, -1))
+			return
+		}
+		if !ok {
+			tr.skipReason = "when_false"
+			tr.settle(c, "skipped", nil)
+			return
+		}
+	}
+	if tr.t.ForEach != nil {
+		v, err := workflow.Eval(tr.t.ForEach, scope)
+		if err != nil {
+			tr.settle(c, "failure", tr.stamp(err, 0, -1))
+			return
+		}
+		items, ok := v.([]any)
+		if !ok {
+			e := spec.NewError(spec.CodeVarRuntime, fmt.Sprintf("for_each must yield a list, got %s", typeName(v)), map[string]any{"path": "for_each"})
+			tr.settle(c, "failure", tr.stamp(e, 0, -1))
+			return
+		}
+		if len(items) == 0 {
+			tr.skipReason = "empty_collection"
+			tr.settle(c, "skipped", nil)
+			return
+		}
+		tr.items = items
+		tr.stopAt = len(items)
+	}
+	tr.phase = phaseReady
+}
+
+// begin runs once the task holds a slot: task_started, then the attempt
+// loop (or the first iterations).
+func (tr *taskRun) begin(c *Core) {
+	tr.phase = phaseRunning
+	tr.started, tr.startedAt = true, c.now
+	tr.head = append(tr.head, tr.event(event.TaskStarted, -1, 0, map[string]any{"verb": tr.t.Verb}))
+	if tr.t.ForEach == nil {
+		it := &iterRun{index: -1}
+		tr.iters = []*iterRun{it}
+		tr.startIter(c, it)
+		return
+	}
+	tr.iters = make([]*iterRun, len(tr.items))
+	tr.fill(c)
+}
+
+// fill starts iterations in index order up to max_parallel.
+func (tr *taskRun) fill(c *Core) {
+	for tr.next < tr.stopAt && !c.cancelled {
+		if tr.t.MaxParallel > 0 && tr.inFlight() >= tr.t.MaxParallel {
+			return
+		}
+		it := &iterRun{index: tr.next, item: tr.items[tr.next]}
+		tr.iters[tr.next] = it
+		tr.next++
+		tr.startIter(c, it)
+	}
+}
+
+func (tr *taskRun) inFlight() int {
+	n := 0
+	for _, it := range tr.iters {
+		if it != nil && it.state != iterDone && it.state != iterIdle {
+			n++
+		}
+	}
+	return n
+}
+
+func (tr *taskRun) startIter(c *Core, it *iterRun) {
+	it.start = c.now
+	if tr.t.Timeout > 0 {
+		it.timerSeq++
+		c.step.Timers = append(c.step.Timers, Timer{Task: tr.t.ID, Iteration: it.index, Kind: TimerDeadline, Seq: -it.timerSeq, Delay: tr.t.Timeout})
+	}
+	tr.startAttempt(c, it)
+}
+
+// startAttempt evaluates `with` and the verb fields, then asks for the job.
+func (tr *taskRun) startAttempt(c *Core, it *iterRun) {
+	it.attempt++
+	with, err := c.evalWith(tr, it)
+	if err == nil {
+		it.with = with
+		var fields any
+		fields, err = workflow.Eval(tr.t.Body, c.scope(tr, scopeBody, it))
+		if err == nil {
+			m, _ := fields.(map[string]any)
+			id := JobID{Task: tr.t.ID, Iteration: it.index, Attempt: it.attempt, Finally: -1}
+			it.job, it.state = id, iterRunning
+			c.step.Start = append(c.step.Start, Work{ID: id, Job: c.job(tr, tr.t.Verb, m, it.attempt, it.index)})
+			return
+		}
+	}
+	it.state = iterRunning
+	tr.attemptFailed(c, it, err)
+}
+
+// finished takes a job's outcome.
+func (tr *taskRun) finished(c *Core, id JobID, out workflow.Outcome, emitted []Emitted) {
+	if id.Finally >= 0 {
+		if tr.phase == phaseFinally && id == tr.finallyJob {
+			for _, e := range emitted {
+				tr.tail = append(tr.tail, tr.event(e.Kind, -1, 0, e.Fields))
+			}
+			if out.Err != nil {
+				tr.tail = append(tr.tail, tr.event(event.Log, -1, 0, map[string]any{
+					"level": "warn", "message": fmt.Sprintf("on_finally step %d failed: %s", id.Finally, out.Err.Error()),
+				}))
+			}
+			tr.finallyIdx++
+			tr.runFinally(c)
+		}
+		return
+	}
+	it := tr.iter(id.Iteration)
+	if it == nil || it.state != iterRunning || it.job != id {
+		return // stale: the attempt was cancelled by a timeout or fail-fast
+	}
+	for _, e := range emitted {
+		it.events = append(it.events, tr.event(e.Kind, it.index, id.Attempt, e.Fields))
+	}
+	for _, u := range out.Usage {
+		tr.addUsage(u)
+		it.events = append(it.events, tr.event(event.InferCompleted, it.index, id.Attempt, map[string]any{
+			"model": u.Model, "input_tokens": u.InputTokens, "output_tokens": u.OutputTokens, "usage_reported": u.Reported,
+		}))
+	}
+	if out.Err != nil {
+		tr.attemptFailed(c, it, out.Err)
+		return
+	}
+	b, err := runBindings(tr.t.Bindings, out.Output)
+	if err != nil {
+		tr.attemptFailed(c, it, err)
+		return
+	}
+	it.output, it.bindings = out.Output, b
+	tr.iterDone(c, it)
+}
+
+func (tr *taskRun) addUsage(u workflow.Usage) {
+	m := tr.usage[u.Model]
+	if m == nil {
+		m = &ModelUsage{}
+		tr.usage[u.Model] = m
+	}
+	m.Requests++
+	m.InputTokens += u.InputTokens
+	m.OutputTokens += u.OutputTokens
+	if !u.Reported {
+		m.Unreported++
+	}
+}
+
+// attemptFailed applies the retry decision of §3.8.
+func (tr *taskRun) attemptFailed(c *Core, it *iterRun, err *spec.Error) {
+	err = tr.stamp(err, it.attempt, it.index)
+	if r := tr.t.Retry; r != nil && retryable(r, err) && it.attempt < r.MaxAttempts && !c.cancelled {
+		delay := backoff(r, c.cfg.Seed, tr.t.ID, it.index, it.attempt)
+		it.events = append(it.events, tr.event(event.TaskRetrying, it.index, it.attempt, map[string]any{
+			"attempt": it.attempt, "max_attempts": r.MaxAttempts, "delay_ms": delay.Milliseconds(), "code": err.Code,
+		}))
+		it.state = iterBackoff
+		it.timerSeq++
+		c.step.Timers = append(c.step.Timers, Timer{Task: tr.t.ID, Iteration: it.index, Kind: TimerBackoff, Seq: it.timerSeq, Delay: delay})
+		return
+	}
+	tr.handleError(c, it, err)
+}
+
+func retryable(r *spec.Retry, err *spec.Error) bool {
+	if err.Code == "NIKA-TIMEOUT-001" || err.Code == "NIKA-CANCEL-001" {
+		return false
+	}
+	if len(r.OnCodes) > 0 {
+		for _, code := range r.OnCodes {
+			if code == err.Code {
+				return true
+			}
+		}
+		return false
+	}
+	return err.Transient
+}
+
+// handleError applies on_error (§3.10) to the error that ended the loop.
+func (tr *taskRun) handleError(c *Core, it *iterRun, err *spec.Error) {
+	oe := tr.t.OnError
+	if oe == nil || oe.FailWorkflow || err.Code == "NIKA-CANCEL-001" || !codeListed(oe.OnCodes, err.Code) {
+		it.err, it.failed = err, true
+		tr.iterDone(c, it)
+		return
+	}
+	if oe.Skip {
+		it.err, it.skipped = err, true
+		tr.iterDone(c, it)
+		return
+	}
+	it.err = err
+	if !c.recoverReady(tr) {
+		it.state = iterRecoverWait
+		tr.maybeWaitRecover(c)
+		return
+	}
+	tr.recover(c, it)
+}
+
+func codeListed(codes []string, code string) bool {
+	if len(codes) == 0 {
+		return true
+	}
+	for _, c := range codes {
+		if c == code {
+			return true
+		}
+	}
+	return false
+}
+
+// maybeWaitRecover frees the task's slot while nothing of it runs but a
+// recover waiting on another task (D2, D4).
+func (tr *taskRun) maybeWaitRecover(c *Core) {
+	for _, it := range tr.iters {
+		if it != nil && (it.state == iterRunning || it.state == iterBackoff) {
+			return
+		}
+	}
+	tr.phase = phaseRecoverWait
+	c.slotFree(tr)
+}
+
+// resumeRecover runs the recovers that waited, once their tasks are terminal.
+func (tr *taskRun) resumeRecover(c *Core) {
+	tr.phase = phaseRunning
+	for _, it := range tr.iters {
+		if it != nil && it.state == iterRecoverWait {
+			tr.recover(c, it)
+		}
+	}
+}
+
+// recover evaluates on_error.recover; its value replaces the raw output
+// before the bindings run (§3.10). A failure there is final.
+func (tr *taskRun) recover(c *Core, it *iterRun) {
+	v, err := workflow.Eval(tr.t.OnError.Recover, c.scope(tr, scopeRecover, it))
+	if err == nil {
+		var b map[string]any
+		if b, err = runBindings(tr.t.Bindings, v); err == nil {
+			it.output, it.bindings, it.err = v, b, nil
+			tr.iterDone(c, it)
+			return
+		}
+	}
+	it.err, it.failed = tr.stamp(err, it.attempt, it.index), true
+	tr.iterDone(c, it)
+}
+
+// iterDone settles one attempt loop; the task's outcome is decided when
+// every started iteration is done.
+func (tr *taskRun) iterDone(c *Core, it *iterRun) {
+	it.state = iterDone
+	if tr.t.ForEach != nil && it.failed && tr.t.FailFast && it.index < tr.stopAt {
+		// D3: iterations above the lowest failure never start, and running
+		// ones are cancelled; those below still run.
+		tr.stopAt = it.index + 1
+		for _, o := range tr.iters {
+			if o != nil && o.index > it.index && o.state != iterDone {
+				if o.state == iterRunning {
+					c.step.Cancel = append(c.step.Cancel, o.job)
+				}
+				o.state, o.failed, o.err = iterDone, false, nil
+			}
+		}
+	}
+	if tr.t.ForEach != nil {
+		tr.fill(c)
+		if tr.next < tr.stopAt {
+			return // more iterations still to start
+		}
+	}
+	for _, o := range tr.iters {
+		if o != nil && o.state != iterDone {
+			return
+		}
+	}
+	tr.decide(c)
+}
+
+// decide aggregates the iterations into the task's record, then runs
+// on_finally.
+func (tr *taskRun) decide(c *Core) {
+	if tr.phase == phaseFinally || tr.phase == phaseSettled {
+		return // already decided (an iteration can finish inside fill)
+	}
+	if tr.t.ForEach == nil {
+		it := tr.iters[0]
+		switch {
+		case it.failed:
+			status := "failure"
+			if it.err != nil && it.err.Code == "NIKA-CANCEL-001" {
+				status = "cancelled"
+			}
+			tr.record(c, status, nil, nil, it.err)
+		case it.skipped:
+			tr.record(c, "skipped", nil, nil, it.err)
+		default:
+			tr.record(c, "success", it.output, it.bindings, nil)
+		}
+		return
+	}
+	out := make([]any, len(tr.items))
+	names := bindingNames(tr.t)
+	bind := make(map[string]any, len(names))
+	cols := make(map[string][]any, len(names))
+	for _, n := range names {
+		cols[n] = make([]any, len(tr.items))
+	}
+	var first *iterRun
+	for _, it := range tr.iters {
+		if it == nil || it.state != iterDone {
+			continue
+		}
+		if it.failed {
+			if first == nil {
+				first = it
+			}
+			continue
+		}
+		if first != nil && tr.t.FailFast {
+			continue
+		}
+		if !it.skipped {
+			out[it.index] = it.output
+			for _, n := range names {
+				cols[n][it.index] = it.bindings[n]
+			}
+		}
+	}
+	for _, n := range names {
+		bind[n] = cols[n]
+	}
+	if first != nil {
+		if tr.t.FailFast {
+			for i := first.index; i < len(out); i++ {
+				out[i] = nil
+			}
+		}
+		e := *first.err
+		e.Details = copyDetails(e.Details)
+		e.Details["iteration"] = first.index
+		status := "failure"
+		if e.Code == "NIKA-CANCEL-001" {
+			status = "cancelled"
+		}
+		tr.record(c, status, out, nil, &e)
+		return
+	}
+	tr.record(c, "success", out, bind, nil)
+}
+
+// record fixes the task's record and moves on to on_finally.
+func (tr *taskRun) record(c *Core, status string, output any, bindings map[string]any, err *spec.Error) {
+	tr.status, tr.output, tr.bindings, tr.err = status, output, bindings, err
+	if status == "failure" {
+		c.failed = true
+	}
+	if status == "cancelled" && err != nil {
+		tr.skipReason, tr.cancelCode = "user", err.Code
+	}
+	tr.endedAt = c.now
+	tr.phase = phaseFinally
+	tr.runFinally(c)
+}
+
+// runFinally runs the on_finally steps one at a time, best effort (§3.11).
+func (tr *taskRun) runFinally(c *Core) {
+	for tr.finallyIdx < len(tr.t.OnFinally) {
+		step := tr.t.OnFinally[tr.finallyIdx]
+		scope := c.scope(tr, scopeFinally, nil)
+		if step.When != nil {
+			ok, err := workflow.EvalBool(step.When, scope)
+			if err != nil || !ok {
+				if err != nil {
+					tr.tail = append(tr.tail, tr.event(event.Log, -1, 0, map[string]any{
+						"level": "warn", "message": fmt.Sprintf("on_finally step %d: %s", tr.finallyIdx, err.Error())}))
+				}
+				tr.finallyIdx++
+				continue
+			}
+		}
+		fields, err := workflow.Eval(step.Body, scope)
+		if err != nil {
+			tr.tail = append(tr.tail, tr.event(event.Log, -1, 0, map[string]any{
+				"level": "warn", "message": fmt.Sprintf("on_finally step %d: %s", tr.finallyIdx, err.Error())}))
+			tr.finallyIdx++
+			continue
+		}
+		m, _ := fields.(map[string]any)
+		id := JobID{Task: tr.t.ID, Iteration: -1, Attempt: 0, Finally: tr.finallyIdx}
+		tr.finallyJob = id
+		c.step.Start = append(c.step.Start, Work{ID: id, Job: c.job(tr, step.Verb, m, 0, -1), Timeout: step.Timeout})
+		return
+	}
+	tr.settle(c, tr.status, tr.err)
+}
+
+// settle makes the task terminal and queues its terminal event.
+func (tr *taskRun) settle(c *Core, status string, err *spec.Error) {
+	tr.status, tr.err = status, err
+	if status == "failure" {
+		c.failed = true
+	}
+	if tr.endedAt.IsZero() && tr.started {
+		tr.endedAt = c.now
+	}
+	timing := map[string]any{"duration_ms": tr.duration().Milliseconds()}
+	var ev event.Event
+	switch status {
+	case "success":
+		ev = tr.event(event.TaskCompleted, -1, 0, map[string]any{"status": "success", "timing": timing})
+	case "failure":
+		f := map[string]any{"timing": timing}
+		if err != nil {
+			f["code"], f["category"], f["transient"], f["message"] = err.Code, err.Category, err.Transient, err.Message
+			ev = tr.event(event.TaskFailed, -1, err.Attempt, f)
+		} else {
+			ev = tr.event(event.TaskFailed, -1, 0, f)
+		}
+	case "skipped":
+		f := map[string]any{"reason": tr.skipReason}
+		if err != nil {
+			f["reason"], f["code"] = "on_error_skip", err.Code
+		}
+		ev = tr.event(event.TaskSkipped, -1, 0, f)
+	case "cancelled":
+		f := map[string]any{"reason": tr.skipReason}
+		if tr.skipReason == "" {
+			f["reason"] = "upstream"
+		}
+		if err != nil {
+			f["code"] = err.Code
+		}
+		ev = tr.event(event.TaskCancelled, -1, 0, f)
+	}
+	tr.terminalEv = ev
+	tr.phase = phaseSettled
+	c.slotFree(tr)
+}
+
+func (tr *taskRun) duration() time.Duration {
+	if !tr.started {
+		return 0
+	}
+	return tr.endedAt.Sub(tr.startedAt)
+}
+
+// events are the task's canonical events in release order: task_started,
+// the iterations' events in index order (under fail-fast, those above the
+// failed index are dropped, D3), on_finally's, then the terminal event.
+func (tr *taskRun) events() []event.Event {
+	out := append([]event.Event(nil), tr.head...)
+	limit := len(tr.iters)
+	if tr.t.ForEach != nil && tr.t.FailFast && tr.stopAt < len(tr.items) {
+		limit = tr.stopAt
+	}
+	for i := 0; i < limit && i < len(tr.iters); i++ {
+		if it := tr.iters[i]; it != nil {
+			out = append(out, it.events...)
+		}
+	}
+	out = append(out, tr.tail...)
+	return append(out, tr.terminalEv)
+}
+
+// timer handles a backoff or deadline timer.
+func (tr *taskRun) timer(c *Core, t Timer) {
+	it := tr.iter(t.Iteration)
+	if it == nil || it.state == iterDone || it.state == iterRecoverWait {
+		return
+	}
+	switch t.Kind {
+	case TimerBackoff:
+		if it.state == iterBackoff && t.Seq == it.timerSeq && !c.cancelled {
+			tr.startAttempt(c, it)
+		}
+	case TimerDeadline:
+		if it.state == iterRunning {
+			c.step.Cancel = append(c.step.Cancel, it.job)
+		}
+		it.state = iterRunning // leave backoff; the timeout ends the loop
+		it.job = JobID{}
+		err := spec.NewError("NIKA-TIMEOUT-001", fmt.Sprintf("task %q timed out after %s", tr.t.ID, tr.t.Timeout),
+			map[string]any{"timeout": tr.t.Timeout.String(), "elapsed_ms": c.now.Sub(it.start).Milliseconds()})
+		tr.handleError(c, it, tr.stamp(err, it.attempt, it.index))
+	}
+}
+
+// userCancel applies a user cancellation to this task.
+func (tr *taskRun) userCancel(c *Core) {
+	switch tr.phase {
+	case phaseWaiting, phaseReady:
+		tr.skipReason = "user"
+		tr.settle(c, "cancelled", nil)
+	case phaseRunning, phaseRecoverWait:
+		for _, it := range tr.iters {
+			if it == nil || it.state == iterDone {
+				continue
+			}
+			if it.state == iterRunning {
+				c.step.Cancel = append(c.step.Cancel, it.job)
+			}
+			it.job = JobID{}
+			it.state = iterDone
+			it.failed = true
+			it.err = tr.stamp(spec.NewError("NIKA-CANCEL-001", "the run was cancelled", nil), it.attempt, it.index)
+		}
+		tr.stopAt = tr.next
+		tr.decide(c)
+	}
+}
+
+func (tr *taskRun) iter(index int) *iterRun {
+	if index < 0 {
+		if len(tr.iters) == 1 && tr.iters[0].index == -1 {
+			return tr.iters[0]
+		}
+		return nil
+	}
+	if index < len(tr.iters) {
+		return tr.iters[index]
+	}
+	return nil
+}
+
+// stamp sets the task id and attempt of an error (a copy).
+func (tr *taskRun) stamp(err *spec.Error, attempt, iteration int) *spec.Error {
+	if err == nil {
+		return nil
+	}
+	e := *err
+	e.TaskID, e.Attempt = tr.t.ID, attempt
+	if iteration >= 0 {
+		e.Details = copyDetails(e.Details)
+		e.Details["iteration"] = iteration
+	}
+	return &e
+}
+
+func copyDetails(d map[string]any) map[string]any {
+	out := make(map[string]any, len(d)+1)
+	for k, v := range d {
+		out[k] = v
+	}
+	return out
+}
+
+func (tr *taskRun) event(kind string, iteration, attempt int, fields map[string]any) event.Event {
+	if fields == nil {
+		fields = map[string]any{}
+	}
+	return event.Event{Kind: kind, Task: tr.t.ID, Attempt: attempt, Iteration: iteration, Fields: fields}
+}
