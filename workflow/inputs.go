@@ -1,0 +1,229 @@
+package workflow
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/nikahq/nika/spec"
+)
+
+// ResolveVars turns the declared vars and the --var texts into the run's
+// var values (LANGUAGE.md §2.1): a supplied value converted by the var's
+// type, else its default, else null. An undeclared name or a missing
+// required var is NIKA-VAR-001, a failed conversion NIKA-VAR-006; both
+// refuse the run before any task (exit 2).
+func ResolveVars(w *Workflow, supplied map[string]string) (map[string]any, *spec.Error) {
+	byName := make(map[string]*spec.VarDecl, len(w.Vars))
+	names := make([]string, 0, len(w.Vars))
+	for _, v := range w.Vars {
+		byName[v.Name] = v
+		names = append(names, v.Name)
+	}
+	keys := make([]string, 0, len(supplied))
+	for k := range supplied {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		if _, ok := byName[k]; !ok {
+			hint := ""
+			if len(names) > 0 {
+				hint = " (declared: " + strings.Join(names, ", ") + ")"
+			}
+			return nil, spec.NewError(spec.CodeVarUnresolved, fmt.Sprintf("--var %s: the workflow declares no var %q%s", k, k, hint),
+				map[string]any{"var": k})
+		}
+	}
+	out := make(map[string]any, len(w.Vars))
+	for _, v := range w.Vars {
+		text, given := supplied[v.Name]
+		switch {
+		case given:
+			val, err := convertVar(v, text)
+			if err != nil {
+				return nil, spec.NewError(spec.CodeVarRuntime, fmt.Sprintf("--var %s: %v", v.Name, err), map[string]any{"var": v.Name, "type": varType(v)})
+			}
+			out[v.Name] = val
+		case v.Required:
+			return nil, spec.NewError(spec.CodeVarUnresolved, fmt.Sprintf("var %q is required: pass --var %s=<%s>", v.Name, v.Name, varType(v)),
+				map[string]any{"var": v.Name})
+		default:
+			out[v.Name] = v.Default
+		}
+	}
+	return out, nil
+}
+
+func varType(v *spec.VarDecl) string {
+	if v.Type == "" {
+		return "string"
+	}
+	return v.Type
+}
+
+// convertVar applies the --var conversion of §2.1. An untyped var converts
+// by the JSON type of its default; a null default means verbatim.
+func convertVar(v *spec.VarDecl, text string) (any, error) {
+	switch v.Type {
+	case "", "string":
+		return text, nil
+	case "integer":
+		i, err := strconv.ParseInt(strings.TrimSpace(text), 10, 64)
+		if err != nil {
+			return nil, fmt.Errorf("%q is not a base-10 integer", text)
+		}
+		return int(i), nil
+	case "boolean":
+		switch text {
+		case "true":
+			return true, nil
+		case "false":
+			return false, nil
+		}
+		return nil, fmt.Errorf("%q is not true or false", text)
+	case "number", "array", "object":
+		val, err := decodeJSON(text)
+		if err != nil {
+			return nil, fmt.Errorf("%q is not JSON: %v", text, err)
+		}
+		ok := false
+		switch val.(type) {
+		case int, float64:
+			ok = v.Type == "number"
+		case []any:
+			ok = v.Type == "array"
+		case map[string]any:
+			ok = v.Type == "object"
+		}
+		if !ok {
+			return nil, fmt.Errorf("%q is not a JSON %s", text, v.Type)
+		}
+		return val, nil
+	}
+	return nil, fmt.Errorf("unknown type %q", v.Type)
+}
+
+// decodeJSON decodes one JSON value into the value model: integral
+// numbers without fraction or exponent within int64 become int (§4.3).
+func decodeJSON(text string) (any, error) {
+	dec := json.NewDecoder(strings.NewReader(text))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return nil, err
+	}
+	if dec.More() {
+		return nil, fmt.Errorf("more than one JSON value")
+	}
+	return normalizeNumbers(v), nil
+}
+
+func normalizeNumbers(v any) any {
+	switch x := v.(type) {
+	case json.Number:
+		s := x.String()
+		if !strings.ContainsAny(s, ".eE") {
+			if i, err := strconv.ParseInt(s, 10, 64); err == nil {
+				return int(i)
+			}
+		}
+		f, _ := strconv.ParseFloat(s, 64)
+		return f
+	case []any:
+		for i := range x {
+			x[i] = normalizeNumbers(x[i])
+		}
+	case map[string]any:
+		for k := range x {
+			x[k] = normalizeNumbers(x[k])
+		}
+	}
+	return v
+}
+
+// ResolveSecrets reads every declared secret once, before the first task
+// (§2.3): env secrets through lookup, file secrets relative to runDir minus
+// one trailing newline. An unset or empty variable or an unreadable file is
+// NIKA-VAR-001 (details.secret); so is a value shorter than 4 bytes, which
+// masking could not hide (D24). Both refuse the run with exit 3.
+func ResolveSecrets(w *Workflow, runDir string, lookup func(string) (string, bool)) (map[string]any, *spec.Error) {
+	out := make(map[string]any, len(w.Secrets))
+	for _, s := range w.Secrets {
+		var val string
+		switch s.Source {
+		case "env":
+			v, ok := lookup(s.Key)
+			if !ok || v == "" {
+				return nil, spec.NewError(spec.CodeVarUnresolved, fmt.Sprintf("secret %q: environment variable %s is unset or empty", s.Name, s.Key),
+					map[string]any{"secret": s.Name})
+			}
+			val = v
+		case "file":
+			p := s.Path
+			if !filepath.IsAbs(p) {
+				p = filepath.Join(runDir, p)
+			}
+			b, err := os.ReadFile(p)
+			if err != nil {
+				return nil, spec.NewError(spec.CodeVarUnresolved, fmt.Sprintf("secret %q: cannot read %s: %v", s.Name, s.Path, err),
+					map[string]any{"secret": s.Name})
+			}
+			b = bytes.TrimSuffix(b, []byte("\n"))
+			b = bytes.TrimSuffix(b, []byte("\r"))
+			val = string(b)
+		default:
+			return nil, spec.NewError(spec.CodeVarUnresolved, fmt.Sprintf("secret %q: source %q is not supported", s.Name, s.Source),
+				map[string]any{"secret": s.Name})
+		}
+		if len(val) < 4 {
+			return nil, spec.NewError(spec.CodeVarUnresolved, fmt.Sprintf("secret %q is shorter than 4 bytes and could not be masked", s.Name),
+				map[string]any{"secret": s.Name})
+		}
+		out[s.Name] = val
+	}
+	return out, nil
+}
+
+// Mask is the replacement of every secret value (§2.3): six U+2022.
+const Mask = "••••••"
+
+// NewMasker returns a function that replaces each secret value, raw or
+// JSON-escaped, with Mask (D24). Longer secrets are replaced first, so a
+// secret that contains another is masked whole.
+func NewMasker(secrets map[string]any) func(string) string {
+	var forms []string
+	for _, v := range secrets {
+		s, ok := v.(string)
+		if !ok || s == "" {
+			continue
+		}
+		forms = append(forms, s)
+		if b, err := json.Marshal(s); err == nil {
+			if esc := string(b[1 : len(b)-1]); esc != s {
+				forms = append(forms, esc)
+			}
+		}
+	}
+	sort.Slice(forms, func(i, j int) bool {
+		if len(forms[i]) != len(forms[j]) {
+			return len(forms[i]) > len(forms[j])
+		}
+		return forms[i] < forms[j]
+	})
+	if len(forms) == 0 {
+		return func(s string) string { return s }
+	}
+	pairs := make([]string, 0, 2*len(forms))
+	for _, f := range forms {
+		pairs = append(pairs, f, Mask)
+	}
+	r := strings.NewReplacer(pairs...)
+	return r.Replace
+}
+
