@@ -29,6 +29,9 @@ var version = "0.1.0-dev"
 const usageText = `nika — a workflow engine for AI work.
 
 Usage:
+  nika run FILE [--var k=v]... [--model M] [--report FILE] [--trace FILE | --no-trace] [--seed N]
+           [--max-parallel-tasks N] [--quiet]
+                                            run a workflow; its outputs go to stdout as JSON
   nika check FILE... [--model M] [--json]   check workflows statically; run nothing
   nika graph FILE [--format mermaid|dot|json] [--model M]
                                             print the task graph
@@ -49,6 +52,8 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 	cmd, rest := args[0], args[1:]
 	switch cmd {
+	case "run":
+		return cmdRun(rest, stdout, stderr)
 	case "check":
 		return cmdCheck(rest, stdout, stderr)
 	case "graph":
@@ -114,6 +119,7 @@ func parseInterspersed(fs *flag.FlagSet, args []string, stdout, stderr io.Writer
 
 // synopses are the usage lines of the subcommands.
 var synopses = map[string]string{
+	"run":     "nika run FILE [--var k=v]... [--model M] [--report FILE] [--trace FILE | --no-trace] [--seed N] [--max-parallel-tasks N]",
 	"check":   "nika check FILE... [--model M] [--json]",
 	"graph":   "nika graph FILE [--format mermaid|dot|json] [--model M]",
 	"explain": "nika explain NIKA-XXX-NNN",

@@ -1,0 +1,318 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/nikahq/nika/event"
+	"github.com/nikahq/nika/planner"
+	"github.com/nikahq/nika/provider"
+	"github.com/nikahq/nika/spec"
+	"github.com/nikahq/nika/spec/canon"
+	"github.com/nikahq/nika/tools"
+	"github.com/nikahq/nika/verbs/exec"
+	"github.com/nikahq/nika/verbs/infer"
+	"github.com/nikahq/nika/verbs/invoke"
+	"github.com/nikahq/nika/workflow"
+)
+
+const (
+	exitFailure   = 1
+	exitInterrupt = 130
+	maxRunDepth   = 8
+)
+
+// varFlags collects repeated --var k=v; the last one wins.
+type varFlags map[string]string
+
+func (v varFlags) String() string { return "" }
+func (v varFlags) Set(s string) error {
+	k, val, ok := strings.Cut(s, "=")
+	if !ok || k == "" {
+		return fmt.Errorf("want name=value, got %q", s)
+	}
+	v[k] = val
+	return nil
+}
+
+// runEnv is what `nika run` needs from the process, injectable for tests.
+type runEnv struct {
+	lookup  func(string) (string, bool)
+	signals <-chan os.Signal // nil: no signal handling
+	now     func() time.Time
+}
+
+func cmdRun(args []string, stdout, stderr io.Writer) int {
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	defer signal.Stop(sigs)
+	// A closed stderr must not kill the run before it has stopped its
+	// processes and written its report: writes then just fail.
+	signal.Ignore(syscall.SIGPIPE)
+	return runWith(args, stdout, stderr, runEnv{lookup: os.LookupEnv, signals: sigs, now: time.Now})
+}
+
+func runWith(args []string, stdout, stderr io.Writer, env runEnv) int {
+	fs := newFlagSet("run")
+	vars := varFlags{}
+	fs.Var(vars, "var", "set a var: `name=value` (repeatable; the last one wins)")
+	model := fs.String("model", "", "default model `provider/name` for infer and agent tasks without one")
+	reportPath := fs.String("report", "", "write the run report (JSON) to `FILE`")
+	tracePath := fs.String("trace", "", "write the canonical event stream (NDJSON) to `FILE` (default .nika/traces/<time>-<run-id>.ndjson)")
+	noTrace := fs.Bool("no-trace", false, "write no trace file")
+	seed := fs.Uint64("seed", 0, "retry jitter seed")
+	maxTasks := fs.Int("max-parallel-tasks", 0, "run at most `N` tasks at once (0: unbounded)")
+	maxTools := fs.Int("max-parallel-tools", 0, "run at most `N` tool calls of one agent turn at once (1..1024; default 8)")
+	noProgress := fs.Bool("no-progress", false, "print a plain line log instead of the live view")
+	quiet := fs.Bool("quiet", false, "print nothing on stderr but errors")
+	fs.Bool("yes", false, "confirm every nika:prompt")
+	files, code, ok := parseInterspersed(fs, args, stdout, stderr)
+	if !ok {
+		return code
+	}
+	if len(files) != 1 {
+		fmt.Fprint(stderr, "nika run: give exactly one workflow file\n"+usageOf(fs))
+		return exitUsage
+	}
+	if *maxTasks < 0 {
+		fmt.Fprintf(stderr, "nika run: --max-parallel-tasks must be ≥ 0, got %d\n", *maxTasks)
+		return exitUsage
+	}
+	if *maxTools != 0 && (*maxTools < 1 || *maxTools > 1024) {
+		fmt.Fprintf(stderr, "nika run: --max-parallel-tools must be from 1 to 1024, got %d\n", *maxTools)
+		return exitUsage
+	}
+	if code, ok := checkModelFlag("run", *model, stderr); !ok {
+		return code
+	}
+	if v, ok := env.lookup("NIKA_MAX_PARALLEL_TOOLS"); ok && *maxTools == 0 {
+		if n, err := strconv.Atoi(v); err != nil || n < 1 || n > 1024 {
+			fmt.Fprintf(stderr, "nika run: NIKA_MAX_PARALLEL_TOOLS must be from 1 to 1024, got %q\n", v)
+			return exitEnv
+		}
+	}
+	depth := 0
+	if v, ok := env.lookup("NIKA_RUN_DEPTH"); ok {
+		depth, _ = strconv.Atoi(v)
+	}
+	if depth >= maxRunDepth {
+		fmt.Fprintf(stderr, "nika run: error[NIKA-SEC-003] run recursion: nesting depth %d ≥ %d — A workflow is starting nika run inside itself; break the loop.\n", depth, maxRunDepth)
+		return exitEnv
+	}
+
+	// 1. Check.
+	results, analyses := checkFiles(files, *model, stderr)
+	if !results[0].Valid() {
+		spec.WriteText(stderr, results, spec.TextOptions{Snippet: true})
+		return exitUsage
+	}
+	if !*quiet {
+		spec.WriteText(stderr, results, spec.TextOptions{Snippet: true}) // warnings
+	}
+	w, err := workflow.Compile(analyses[0])
+	if err != nil {
+		fmt.Fprintf(stderr, "nika run: %v\n", err)
+		return exitUsage
+	}
+	// 2. Inputs: vars (exit 2), then secrets and provider keys (exit 3).
+	varValues, verr := workflow.ResolveVars(w, vars)
+	if verr != nil {
+		fmt.Fprintf(stderr, "nika run: error[%s] %s\n", verr.Code, verr.Message)
+		return exitUsage
+	}
+	runDir, _ := os.Getwd()
+	secrets, serr := workflow.ResolveSecrets(w, runDir, env.lookup)
+	if serr != nil {
+		fmt.Fprintf(stderr, "nika run: error[%s] %s\n", serr.Code, serr.Message)
+		return exitEnv
+	}
+	mask := workflow.NewMasker(secrets)
+	if msg := missingKey(w, env.lookup); msg != "" {
+		fmt.Fprintf(stderr, "nika run: %s\n", mask(msg))
+		return exitEnv
+	}
+	envValues := map[string]any{}
+	for _, e := range w.Env {
+		envValues[e.Name] = e.Value
+	}
+	runID := "r-" + uuid.Must(uuid.NewV7()).String()
+	start := env.now()
+
+	// The report and trace files are opened before anything runs (D22).
+	var report *os.File
+	if *reportPath != "" {
+		if report, err = os.Create(*reportPath); err != nil {
+			fmt.Fprintf(stderr, "nika run: cannot write the report: %v\n", err)
+			return exitEnv
+		}
+		defer report.Close()
+	}
+	var sinks event.Fanout
+	var trace *os.File
+	if !*noTrace {
+		path := *tracePath
+		if path == "" {
+			path = filepath.Join(".nika", "traces", start.UTC().Format("20060102T150405Z")+"-"+runID+".ndjson")
+			if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+				fmt.Fprintf(stderr, "nika run: cannot create the trace directory: %v\n", err)
+				return exitEnv
+			}
+		}
+		if trace, err = os.Create(path); err != nil {
+			fmt.Fprintf(stderr, "nika run: cannot write the trace: %v\n", err)
+			return exitEnv
+		}
+		defer trace.Close()
+		sinks = append(sinks, event.NewNDJSON(trace).WithMasker(event.Masker(mask)))
+	}
+	if !*quiet {
+		sinks = append(sinks, &logSink{w: stderr, mask: mask})
+	}
+	_ = noProgress // the terminal live view is not built yet: progress is always the plain line log
+
+	// 3. Execute.
+	providers := provider.NewRegistry()
+	providers.Register("mock", provider.NewMock())
+	verbs := map[string]planner.Verb{
+		"exec":   &exec.Verb{Depth: depth},
+		"infer":  &infer.Verb{Providers: providers},
+		"invoke": &invoke.Verb{Builtins: tools.NewBuiltins()},
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	interrupted := false
+	stopSignals := make(chan struct{})
+	defer close(stopSignals)
+	if env.signals != nil {
+		go func() {
+			select {
+			case <-env.signals:
+			case <-stopSignals:
+				return
+			}
+			interrupted = true
+			fmt.Fprintln(stderr, "nika run: interrupted; finishing on_finally steps (interrupt again to abandon them)")
+			cancel()
+			select {
+			case <-env.signals:
+				os.Exit(exitInterrupt) // a second signal abandons on_finally (LANGUAGE.md §3.4)
+			case <-stopSignals:
+			}
+		}()
+	}
+	res := planner.Run(ctx, w, planner.Inputs{Vars: varValues, Env: envValues, Secrets: secrets}, planner.Options{
+		Config:    planner.Config{RunID: runID, Seed: *seed, MaxParallelTasks: *maxTasks, RunDir: runDir},
+		Verbs:     verbs,
+		Canonical: sinks,
+		Clock:     env.now,
+	})
+
+	// 4. Report, outputs, exit code.
+	if report != nil {
+		rep := event.MaskValue(res.Report(runID, w.Name, *seed), event.Masker(mask))
+		b, err := canon.Marshal(rep)
+		if err == nil {
+			_, err = report.Write(append(b, '\n'))
+		}
+		if err != nil {
+			fmt.Fprintf(stderr, "nika run: writing the report: %v\n", err)
+		}
+	}
+	if interrupted || res.State == "cancelled" {
+		return exitInterrupt
+	}
+	out, err := canon.Marshal(event.MaskValue(res.Outputs, event.Masker(mask)))
+	if err != nil {
+		fmt.Fprintf(stderr, "nika run: encoding the outputs: %v\n", err)
+		return exitFailure
+	}
+	stdout.Write(append(out, '\n'))
+	if res.State != "success" {
+		if res.Error != nil && !*quiet {
+			fmt.Fprintf(stderr, "nika run: error[%s] %s\n", res.Error.Code, mask(res.Error.Message))
+		}
+		return exitFailure
+	}
+	return exitOK
+}
+
+// cloudKeys are the providers that need a key (LANGUAGE.md §6.2), with
+// their conventional variable.
+var cloudKeys = map[string]string{
+	"mistral": "MISTRAL_API_KEY", "anthropic": "ANTHROPIC_API_KEY", "openai": "OPENAI_API_KEY",
+	"openrouter": "OPENROUTER_API_KEY", "groq": "GROQ_API_KEY", "deepseek": "DEEPSEEK_API_KEY",
+	"gemini": "GEMINI_API_KEY", "xai": "XAI_API_KEY",
+}
+
+// missingKey checks, before the first task, that every referenced cloud
+// provider has a key (§6.1); it names the variable to set.
+func missingKey(w *workflow.Workflow, lookup func(string) (string, bool)) string {
+	seen := map[string]bool{}
+	for _, t := range w.Tasks {
+		prov, _, _ := strings.Cut(t.Model, "/")
+		conv, cloud := cloudKeys[prov]
+		if t.Model == "" || !cloud || seen[prov] {
+			continue
+		}
+		seen[prov] = true
+		own := "NIKA_" + strings.ToUpper(prov) + "_API_KEY"
+		candidates := []string{own, conv}
+		if prov == "gemini" {
+			candidates = append(candidates, "GOOGLE_API_KEY")
+		}
+		found := false
+		for _, k := range candidates {
+			if v, ok := lookup(k); ok && v != "" {
+				found = true
+				break
+			}
+		}
+		if !found {
+			return fmt.Sprintf("task %q uses %s, which needs an API key: set %s (or %s)", t.ID, t.Model, own, conv)
+		}
+	}
+	return ""
+}
+
+// logSink prints the plain line log of settled tasks on stderr.
+type logSink struct {
+	w    io.Writer
+	mask func(string) string
+}
+
+func (s *logSink) Emit(e event.Event) {
+	var line string
+	switch e.Kind {
+	case event.TaskCompleted:
+		line = fmt.Sprintf("✓ %s", e.Task)
+	case event.TaskFailed:
+		line = fmt.Sprintf("✗ %s: error[%v] %v", e.Task, e.Fields["code"], e.Fields["message"])
+	case event.TaskSkipped:
+		line = fmt.Sprintf("- %s skipped (%v)", e.Task, e.Fields["reason"])
+	case event.TaskCancelled:
+		line = fmt.Sprintf("- %s cancelled (%v)", e.Task, e.Fields["reason"])
+	case event.TaskRetrying:
+		line = fmt.Sprintf("↻ %s: attempt %v failed with %v; retrying in %vms", e.Task, e.Fields["attempt"], e.Fields["code"], e.Fields["delay_ms"])
+	case event.Log:
+		line = fmt.Sprintf("[%v] %s: %v", e.Fields["level"], e.Task, e.Fields["message"])
+	case event.WorkflowCompleted, event.WorkflowFailed, event.WorkflowCancelled:
+		line = fmt.Sprintf("workflow %v", e.Fields["state"])
+	default:
+		return
+	}
+	fmt.Fprintln(s.w, s.mask(line))
+}
+
+
+var _ flag.Value = varFlags{}

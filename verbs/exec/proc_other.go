@@ -1,0 +1,19 @@
+//go:build !unix
+
+package exec
+
+import (
+	"os"
+	osexec "os/exec"
+	"syscall"
+)
+
+// Without process groups, cancellation can reach only the child itself.
+
+func setGroup(*osexec.Cmd) {}
+
+func signal(p *os.Process, _ syscall.Signal) { _ = p.Kill() }
+
+func groupAlive(*os.Process) bool { return false }
+
+func exitCode(ps *os.ProcessState) int { return ps.ExitCode() }

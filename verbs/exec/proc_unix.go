@@ -1,0 +1,34 @@
+//go:build unix
+
+package exec
+
+import (
+	"errors"
+	"os"
+	osexec "os/exec"
+	"syscall"
+)
+
+// setGroup starts the child in a new process group whose id is its pid.
+func setGroup(cmd *osexec.Cmd) {
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+}
+
+// signal sends sig to the child's whole process group.
+func signal(p *os.Process, sig syscall.Signal) {
+	_ = syscall.Kill(-p.Pid, sig)
+}
+
+// groupAlive reports whether any process (a zombie included) is left in the child's group.
+func groupAlive(p *os.Process) bool {
+	err := syscall.Kill(-p.Pid, 0)
+	return err == nil || errors.Is(err, syscall.EPERM)
+}
+
+// exitCode is the exit status, or 128+s for a death by signal s.
+func exitCode(ps *os.ProcessState) int {
+	if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		return 128 + int(ws.Signal())
+	}
+	return ps.ExitCode()
+}

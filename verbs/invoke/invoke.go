@@ -1,0 +1,117 @@
+// Package invoke is the `invoke` verb (LANGUAGE.md §5.3): one tool call, a `nika:` builtin or (in a
+// later build) an MCP tool, gated by permits.tools and recorded as one `tool_invoked` event.
+package invoke
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/nikahq/nika/event"
+	"github.com/nikahq/nika/spec"
+	"github.com/nikahq/nika/tools"
+	"github.com/nikahq/nika/verbs/internal/fields"
+	"github.com/nikahq/nika/workflow"
+)
+
+// Codes of this verb.
+const (
+	CodeUnknown = "NIKA-INVOKE-001" // unknown tool, a builtin not in this build, MCP (not in this build)
+	CodeArgs    = "NIKA-INVOKE-002" // arguments fail the tool's input schema
+	CodeFailed  = "NIKA-INVOKE-003" // a tool failed without a more specific code
+	CodePermits = "NIKA-SEC-004"    // outside permits.tools
+)
+
+// Verb runs invoke jobs. A Verb holds no state of its own and is safe for concurrent use.
+type Verb struct {
+	// Builtins runs the nika: tools; nil means none are in this build.
+	Builtins *tools.Builtins
+	// Now is the engine clock for nika:date and nika:wait; nil means time.Now.
+	Now func() time.Time
+}
+
+// Run runs one invoke job (planner.Verb): Fields["tool"] is the canonical tool name and
+// Fields["args"] its resolved arguments (default {}). The output is the tool's result. Errors:
+//
+//   - NIKA-SEC-004: job.Permits is set and permits.tools does not admit the tool.
+//   - NIKA-INVOKE-001: an unknown tool, a catalog builtin not in this build (D10), any `mcp:`
+//     tool (MCP servers are not in this build).
+//   - NIKA-INVOKE-002: args is not an object, or fails the tool's contract.
+//   - the builtin's own codes, NIKA-CANCEL-001 (wrapping context.Cause(ctx)) and NIKA-INVOKE-003.
+//
+// Exactly one `tool_invoked` event {tool, is_error, code?} goes to job.Emit once the call is
+// settled, whatever its outcome; builtins emit their own events (nika:log, nika:emit) through
+// job.Emit before it.
+func (v *Verb) Run(ctx context.Context, job workflow.Job) (out workflow.Outcome) {
+	name, ok := job.Fields["tool"].(string)
+	if !ok || name == "" {
+		return workflow.Failed(fields.Invalid("tool", "`tool` must be a tool name, not %s", fields.KindOf(job.Fields["tool"])))
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			out = workflow.Failed(spec.NewError(CodeFailed, fmt.Sprintf("%s panicked: %v", name, r), map[string]any{"tool": name}))
+		}
+		f := map[string]any{"tool": name, "is_error": out.Err != nil}
+		if out.Err != nil && out.Err.Code != "" {
+			f["code"] = out.Err.Code
+		}
+		if job.Emit != nil {
+			job.Emit(event.ToolInvoked, f)
+		}
+	}()
+	return v.call(ctx, job, name)
+}
+
+func (v *Verb) call(ctx context.Context, job workflow.Job, name string) workflow.Outcome {
+	args := map[string]any{}
+	switch a := job.Fields["args"].(type) {
+	case nil:
+	case map[string]any:
+		args = a
+	case map[string]string:
+		for k, s := range a {
+			args[k] = s
+		}
+	default:
+		return workflow.Failed(spec.NewError(CodeArgs, fmt.Sprintf("the arguments of %s must be an object, not %s", name, fields.KindOf(a)),
+			map[string]any{"tool": name, "violations": []any{map[string]any{"path": "", "message": "args must be an object"}}}))
+	}
+	if job.Permits != nil && !spec.ToolAllowed(job.Permits.Tools, name) {
+		return workflow.Failed(spec.NewError(CodePermits, fmt.Sprintf("`permits.tools` does not admit %s", name),
+			map[string]any{"tool": name, "gate": "tools"}))
+	}
+	if ctx.Err() != nil {
+		return workflow.Failed(fields.Cancelled(ctx, nil))
+	}
+	switch {
+	case strings.HasPrefix(name, "nika:"):
+		if v.Builtins == nil {
+			return workflow.Failed(spec.NewError(CodeUnknown, fmt.Sprintf("builtin %s is not in this build", name), map[string]any{"tool": name}))
+		}
+		emit := job.Emit
+		if emit == nil {
+			emit = func(string, map[string]any) {}
+		}
+		res, err := v.Builtins.Execute(ctx, tools.Call{Name: name, Args: args, Permits: job.Permits,
+			RunDir: job.RunDir, Emit: emit, Now: v.Now})
+		if err != nil {
+			return workflow.Failed(toError(name, err))
+		}
+		return workflow.Outcome{Output: res}
+	case strings.HasPrefix(name, "mcp:"):
+		return workflow.Failed(spec.NewError(CodeUnknown, "MCP servers are not in this build", map[string]any{"tool": name}))
+	}
+	return workflow.Failed(spec.NewError(CodeUnknown, fmt.Sprintf("unknown tool %q", name), map[string]any{"tool": name}))
+}
+
+// toError maps a tool's error to the outcome's: a *spec.Error as it is, anything else
+// NIKA-INVOKE-003 wrapping it.
+func toError(name string, err error) *spec.Error {
+	var se *spec.Error
+	if errors.As(err, &se) {
+		return se
+	}
+	return spec.NewError(CodeFailed, fmt.Sprintf("%s failed: %v", name, err), map[string]any{"tool": name}).Wrap(err)
+}
