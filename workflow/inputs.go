@@ -226,4 +226,3 @@ func NewMasker(secrets map[string]any) func(string) string {
 	r := strings.NewReplacer(pairs...)
 	return r.Replace
 }
-

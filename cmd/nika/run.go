@@ -314,5 +314,4 @@ func (s *logSink) Emit(e event.Event) {
 	fmt.Fprintln(s.w, s.mask(line))
 }
 
-
 var _ flag.Value = varFlags{}

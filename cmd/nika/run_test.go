@@ -26,8 +26,8 @@ func TestRunVarsAndOutputs(t *testing.T) {
 		code int
 		err  string
 	}{
-		{[]string{"run", "vars.nika.yaml", "--no-trace"}, 2, "NIKA-VAR-001"},                                 // required var missing
-		{[]string{"run", "vars.nika.yaml", "--no-trace", "--var", "times=x"}, 2, "NIKA-VAR-006"},             // bad conversion
+		{[]string{"run", "vars.nika.yaml", "--no-trace"}, 2, "NIKA-VAR-001"},                                        // required var missing
+		{[]string{"run", "vars.nika.yaml", "--no-trace", "--var", "times=x"}, 2, "NIKA-VAR-006"},                    // bad conversion
 		{[]string{"run", "vars.nika.yaml", "--no-trace", "--var", "times=1", "--var", "nope=1"}, 2, "NIKA-VAR-001"}, // undeclared
 		{[]string{"run", "--no-trace", "missing.nika.yaml"}, 2, "cannot read"},
 		{[]string{"run", "vars.nika.yaml", "--max-parallel-tools", "0x"}, 2, "invalid value"},
