@@ -80,18 +80,26 @@ type Core struct {
 	now  time.Time
 	step Step
 
-	tasks   []*taskRun // declaration order
-	byID    map[string]*taskRun
-	order   []*taskRun // canonical order
-	release int        // next index in order whose events are not yet released
-	seq     int64
+	tasks []*taskRun // declaration order
+	byID  map[string]*taskRun
+	// Incremental scheduling: a task is gated when its count of
+	// non-terminal dependencies reaches zero; gated tasks queue for a slot.
+	waitingOn  map[*taskRun]int
+	dependents map[*taskRun][]*taskRun
+	toGate     []*taskRun
+	ready      []*taskRun
+	recovering []*taskRun
+	order      []*taskRun // canonical order
+	release    int        // next index in order whose events are not yet released
+	seq        int64
 
-	running   int // tasks holding a concurrency slot
-	cancelled bool
-	failed    bool
-	started   bool
-	done      bool
-	startedAt time.Time
+	running     int // tasks holding a concurrency slot
+	wakeRecover bool
+	cancelled   bool
+	failed      bool
+	started     bool
+	done        bool
+	startedAt   time.Time
 
 	outputs    map[string]any
 	outputsErr *spec.Error
@@ -109,7 +117,37 @@ func NewCore(w *workflow.Workflow, in Inputs, cfg Config) *Core {
 	for _, t := range w.Order {
 		c.order = append(c.order, c.byID[t.ID])
 	}
+	c.waitingOn = make(map[*taskRun]int, len(c.tasks))
+	c.dependents = make(map[*taskRun][]*taskRun, len(c.tasks))
+	for _, tr := range c.tasks {
+		c.waitingOn[tr] = len(tr.t.DependsOn)
+		for _, d := range tr.t.DependsOn {
+			dep := c.byID[d]
+			c.dependents[dep] = append(c.dependents[dep], tr)
+		}
+		if len(tr.t.DependsOn) == 0 {
+			c.toGate = append(c.toGate, tr)
+		}
+	}
 	return c
+}
+
+// becameTerminal is called once when a task's record is decided: its
+// dependents count down, and those with nothing left to wait for are gated.
+func (c *Core) becameTerminal(tr *taskRun) {
+	if tr.counted {
+		return
+	}
+	tr.counted = true
+	for _, d := range c.dependents[tr] {
+		c.waitingOn[d]--
+		if c.waitingOn[d] == 0 {
+			c.toGate = append(c.toGate, d)
+		}
+	}
+	if len(c.recovering) > 0 {
+		c.wakeRecover = true
+	}
 }
 
 // Start begins the run: workflow_started, then every task whose
@@ -181,38 +219,46 @@ func (c *Core) end() Step {
 func (c *Core) advance() {
 	for progress := true; progress; {
 		progress = false
-		for _, tr := range c.tasks {
-			if tr.phase == phaseWaiting && c.depsTerminal(tr) {
+		for len(c.toGate) > 0 {
+			tr := c.toGate[0]
+			c.toGate = c.toGate[1:]
+			if tr.phase == phaseWaiting {
 				tr.gate(c)
+				if tr.phase == phaseReady {
+					c.ready = append(c.ready, tr)
+				}
 				progress = true
 			}
 		}
-		for _, tr := range c.tasks {
-			if tr.phase == phaseReady && (c.cfg.MaxParallelTasks <= 0 || c.running < c.cfg.MaxParallelTasks) && !c.cancelled {
-				c.running++
-				tr.holdsSlot = true
-				tr.begin(c)
-				progress = true
+		for len(c.ready) > 0 && !c.cancelled && (c.cfg.MaxParallelTasks <= 0 || c.running < c.cfg.MaxParallelTasks) {
+			tr := c.ready[0]
+			c.ready = c.ready[1:]
+			if tr.phase != phaseReady {
+				continue
 			}
-			if tr.phase == phaseRecoverWait && c.recoverReady(tr) {
-				tr.resumeRecover(c)
-				progress = true
+			c.running++
+			tr.holdsSlot = true
+			tr.begin(c)
+			progress = true
+		}
+		if c.wakeRecover {
+			c.wakeRecover = false
+			waiting := c.recovering[:0]
+			for _, tr := range c.recovering {
+				if tr.phase == phaseRecoverWait && c.recoverReady(tr) {
+					tr.resumeRecover(c)
+					progress = true
+				} else if tr.phase == phaseRecoverWait {
+					waiting = append(waiting, tr)
+				}
 			}
+			c.recovering = waiting
 		}
 	}
 	c.releaseSettled()
 	if !c.done && c.release == len(c.order) {
 		c.finishRun()
 	}
-}
-
-func (c *Core) depsTerminal(tr *taskRun) bool {
-	for _, d := range tr.t.DependsOn {
-		if !c.byID[d].terminal() {
-			return false
-		}
-	}
-	return true
 }
 
 func (c *Core) recoverReady(tr *taskRun) bool {

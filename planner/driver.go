@@ -95,7 +95,7 @@ func (d *driver) run() Result {
 			d.running[r.id]()
 			delete(d.running, r.id)
 			d.live(event.Live{Kind: "task_finished", Task: r.id.Task, Iteration: r.id.Iteration, Attempt: r.id.Attempt,
-				Status: status(r.out), Code: code(r.out), At: d.opts.Clock()})
+				Status: status(r.out), Code: code(r.out)})
 			if step.Done {
 				step = Step{Done: true}
 				continue
@@ -169,7 +169,7 @@ func (d *driver) start(wk Work) {
 		emitted = append(emitted, Emitted{Kind: kind, Fields: fields})
 		mu.Unlock()
 	}
-	d.live(event.Live{Kind: "task_started", Task: wk.ID.Task, Verb: job.Verb, Iteration: wk.ID.Iteration, Attempt: wk.ID.Attempt, At: d.opts.Clock()})
+	d.live(event.Live{Kind: "task_started", Task: wk.ID.Task, Verb: job.Verb, Iteration: wk.ID.Iteration, Attempt: wk.ID.Attempt})
 	d.wg.Add(1)
 	go func() {
 		defer d.wg.Done()
@@ -199,6 +199,7 @@ func runVerb(ctx context.Context, v Verb, job workflow.Job) (out workflow.Outcom
 
 func (d *driver) live(l event.Live) {
 	if d.opts.Live != nil {
+		l.At = d.opts.Clock()
 		d.opts.Live.Observe(l)
 	}
 }

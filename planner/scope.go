@@ -25,6 +25,9 @@ const (
 // still carries only the records the position may read.
 func (c *Core) scope(tr *taskRun, kind scopeKind, it *iterRun) workflow.Scope {
 	s := workflow.Scope{Vars: c.in.Vars, Env: c.in.Env, Secrets: c.in.Secrets, Tasks: map[string]any{}}
+	if (kind == scopeWith || kind == scopeBody) && !tr.templated {
+		return s // nothing of the attempt reads an expression: no records needed
+	}
 	switch kind {
 	case scopeGate, scopeWith, scopeBody:
 		for _, d := range tr.t.DependsOn {
@@ -53,8 +56,13 @@ func (c *Core) scope(tr *taskRun, kind scopeKind, it *iterRun) workflow.Scope {
 	return s
 }
 
-// recordValue is the task record of §3.13 as expressions see it.
+// recordValue is the task record of §3.13 as expressions see it. Once the
+// task is terminal its record never changes, so it is built once; readers
+// never modify it (evaluation copies what it returns).
 func (tr *taskRun) recordValue() map[string]any {
+	if tr.rec != nil {
+		return tr.rec
+	}
 	r := map[string]any{
 		"status": tr.status, "output": tr.output, "error": nil,
 		"started_at": nil, "ended_at": nil, "duration_ms": tr.duration().Milliseconds(),
@@ -71,6 +79,9 @@ func (tr *taskRun) recordValue() map[string]any {
 		if tr.status == "success" {
 			r[n] = tr.bindings[n]
 		}
+	}
+	if tr.terminal() {
+		tr.rec = r
 	}
 	return r
 }
@@ -165,11 +176,10 @@ func templateTaskRefs(v spec.Value) []string {
 }
 
 // evalWith evaluates `with` at the start of an attempt (§3.5).
-func (c *Core) evalWith(tr *taskRun, it *iterRun) (map[string]any, *spec.Error) {
+func (c *Core) evalWith(tr *taskRun, scope workflow.Scope) (map[string]any, *spec.Error) {
 	if len(tr.t.With) == 0 {
 		return map[string]any{}, nil
 	}
-	scope := c.scope(tr, scopeWith, it)
 	out := make(map[string]any, len(tr.t.With))
 	for _, nv := range tr.t.With {
 		v, err := workflow.Eval(nv.Value, scope)
@@ -199,6 +209,9 @@ func (c *Core) job(tr *taskRun, verb string, fields map[string]any, attempt, ite
 // evaluated are null, silently.
 func (c *Core) evalOutputs() (map[string]any, *spec.Error) {
 	out := map[string]any{}
+	if len(c.w.Outputs) == 0 {
+		return out, nil
+	}
 	decls := append([]*spec.OutputDecl(nil), c.w.Outputs...)
 	sort.Slice(decls, func(i, j int) bool { return decls[i].Name < decls[j].Name })
 	scope := c.scope(&taskRun{t: &spec.Task{}}, scopeOutputs, nil)
@@ -259,4 +272,25 @@ func typeName(v any) string {
 		return "bytes"
 	}
 	return fmt.Sprintf("%T", v)
+}
+
+// hasTemplate reports whether a value holds an expression anywhere.
+func hasTemplate(v spec.Value) bool {
+	switch x := v.(type) {
+	case *spec.Template:
+		return true
+	case []any:
+		for _, e := range x {
+			if hasTemplate(e) {
+				return true
+			}
+		}
+	case map[string]any:
+		for _, e := range x {
+			if hasTemplate(e) {
+				return true
+			}
+		}
+	}
+	return false
 }

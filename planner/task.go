@@ -77,10 +77,13 @@ type taskRun struct {
 	finallyJob JobID
 	skipReason string
 	cancelCode string
+	counted    bool           // dependents were told this task is terminal
+	templated  bool           // with or the verb body holds an expression
+	rec        map[string]any // the record, once terminal
 }
 
 func newTaskRun(t *spec.Task) *taskRun {
-	tr := &taskRun{t: t, usage: map[string]*ModelUsage{}}
+	tr := &taskRun{t: t, usage: map[string]*ModelUsage{}, templated: len(t.With) > 0 || hasTemplate(t.Body)}
 	if t.OnError != nil && t.OnError.HasRecover {
 		tr.recoverRefs = templateTaskRefs(t.OnError.Recover)
 	}
@@ -97,7 +100,10 @@ func (tr *taskRun) gate(c *Core) {
 		tr.skipReason = "user"
 		return
 	}
-	scope := c.scope(tr, scopeGate, nil)
+	var scope workflow.Scope
+	if tr.t.When != nil || tr.t.ForEach != nil { // the default gate reads statuses only
+		scope = c.scope(tr, scopeGate, nil)
+	}
 	switch w := tr.t.When.(type) {
 	case nil:
 		for _, d := range tr.t.DependsOn {
@@ -193,11 +199,13 @@ func (tr *taskRun) startIter(c *Core, it *iterRun) {
 // startAttempt evaluates `with` and the verb fields, then asks for the job.
 func (tr *taskRun) startAttempt(c *Core, it *iterRun) {
 	it.attempt++
-	with, err := c.evalWith(tr, it)
+	scope := c.scope(tr, scopeWith, it)
+	with, err := c.evalWith(tr, scope)
 	if err == nil {
 		it.with = with
+		scope.With = with // the verb body sees with; with itself did not
 		var fields any
-		fields, err = workflow.Eval(tr.t.Body, c.scope(tr, scopeBody, it))
+		fields, err = workflow.Eval(tr.t.Body, scope)
 		if err == nil {
 			m, _ := fields.(map[string]any)
 			id := JobID{Task: tr.t.ID, Iteration: it.index, Attempt: it.attempt, Finally: -1}
@@ -342,6 +350,8 @@ func (tr *taskRun) maybeWaitRecover(c *Core) {
 	}
 	tr.phase = phaseRecoverWait
 	c.slotFree(tr)
+	c.recovering = append(c.recovering, tr)
+	c.wakeRecover = true
 }
 
 // resumeRecover runs the recovers that waited, once their tasks are terminal.
@@ -484,6 +494,7 @@ func (tr *taskRun) record(c *Core, status string, output any, bindings map[strin
 	}
 	tr.endedAt = c.now
 	tr.phase = phaseFinally
+	c.becameTerminal(tr)
 	tr.runFinally(c)
 }
 
@@ -560,6 +571,7 @@ func (tr *taskRun) settle(c *Core, status string, err *spec.Error) {
 	tr.terminalEv = ev
 	tr.phase = phaseSettled
 	c.slotFree(tr)
+	c.becameTerminal(tr)
 }
 
 func (tr *taskRun) duration() time.Duration {
