@@ -176,10 +176,16 @@ func runWith(args []string, stdout, stderr io.Writer, env runEnv) int {
 		defer trace.Close()
 		sinks = append(sinks, event.NewNDJSON(trace).WithMasker(event.Masker(mask)))
 	}
+	var live event.LiveSink
+	var view *progress
 	if !*quiet {
-		sinks = append(sinks, &logSink{w: stderr, mask: mask})
+		ls := &logSink{mask: mask, println: func(s string) { fmt.Fprintln(stderr, s) }}
+		if !*noProgress && isTerminal(stderr) {
+			view = newProgress(stderr, env.now)
+			ls.println, ls.settled, live = view.Println, view.Settled, view
+		}
+		sinks = append(sinks, ls)
 	}
-	_ = noProgress // the terminal live view is not built yet: progress is always the plain line log
 
 	// 3. Execute.
 	providers := provider.NewRegistry()
@@ -215,8 +221,13 @@ func runWith(args []string, stdout, stderr io.Writer, env runEnv) int {
 		Config:    planner.Config{RunID: runID, Seed: *seed, MaxParallelTasks: *maxTasks, RunDir: runDir},
 		Verbs:     verbs,
 		Canonical: sinks,
+		Live:      live,
 		Clock:     env.now,
 	})
+
+	if view != nil {
+		view.Close()
+	}
 
 	// 4. Report, outputs, exit code.
 	if report != nil {
@@ -285,10 +296,12 @@ func missingKey(w *workflow.Workflow, lookup func(string) (string, bool)) string
 	return ""
 }
 
-// logSink prints the plain line log of settled tasks on stderr.
+// logSink prints the plain line log of settled tasks on stderr (above the
+// live view on a terminal).
 type logSink struct {
-	w    io.Writer
-	mask func(string) string
+	println func(string)
+	settled func(failed bool) // the live view's task counts; nil without it
+	mask    func(string) string
 }
 
 func (s *logSink) Emit(e event.Event) {
@@ -311,7 +324,15 @@ func (s *logSink) Emit(e event.Event) {
 	default:
 		return
 	}
-	fmt.Fprintln(s.w, s.mask(line))
+	if s.settled != nil {
+		switch e.Kind {
+		case event.TaskCompleted, event.TaskSkipped, event.TaskCancelled:
+			s.settled(false)
+		case event.TaskFailed:
+			s.settled(true)
+		}
+	}
+	s.println(s.mask(line))
 }
 
 var _ flag.Value = varFlags{}

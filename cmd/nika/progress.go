@@ -1,0 +1,101 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/nikahq/nika/event"
+)
+
+// progress is the live view of a run on a terminal: one status line
+// (running, done, failed, elapsed) redrawn in place from the live stream,
+// with the plain log lines of settled tasks printed above it. It reads the
+// live stream only for counting, never to decide anything.
+type progress struct {
+	mu      sync.Mutex
+	w       io.Writer
+	start   time.Time
+	now     func() time.Time
+	running map[string]int // task -> jobs in flight
+	done    int
+	failed  int
+	drawn   bool
+}
+
+func newProgress(w io.Writer, now func() time.Time) *progress {
+	return &progress{w: w, now: now, start: now(), running: map[string]int{}}
+}
+
+// Observe takes one live event and redraws the status line.
+func (p *progress) Observe(l event.Live) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	switch l.Kind {
+	case event.LiveTaskStarted:
+		p.running[l.Task]++
+	case event.LiveTaskFinished:
+		if p.running[l.Task]--; p.running[l.Task] <= 0 {
+			delete(p.running, l.Task)
+		}
+	default:
+		return
+	}
+	p.draw()
+}
+
+// Println prints a log line above the status line.
+func (p *progress) Println(line string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.clear()
+	fmt.Fprintln(p.w, line)
+	p.draw()
+}
+
+// Settled counts a task that reached its terminal state (from the
+// canonical stream: tasks, not attempts).
+func (p *progress) Settled(failed bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if failed {
+		p.failed++
+	} else {
+		p.done++
+	}
+	p.draw()
+}
+
+// Close erases the status line for good; call it before anything goes to
+// stdout.
+func (p *progress) Close() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.clear()
+}
+
+func (p *progress) clear() {
+	if p.drawn {
+		io.WriteString(p.w, "\r\033[K")
+		p.drawn = false
+	}
+}
+
+func (p *progress) draw() {
+	p.clear()
+	fmt.Fprintf(p.w, "%d running · %d done · %d failed · %s", len(p.running), p.done, p.failed,
+		p.now().Sub(p.start).Round(100*time.Millisecond))
+	p.drawn = true
+}
+
+// isTerminal reports whether w is a character device (a terminal).
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	fi, err := f.Stat()
+	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+}

@@ -1,0 +1,43 @@
+package main
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nikahq/nika/event"
+)
+
+func TestProgressView(t *testing.T) {
+	var buf bytes.Buffer
+	clock := time.Unix(0, 0)
+	p := newProgress(&buf, func() time.Time { return clock })
+	p.Observe(event.Live{Kind: event.LiveTaskStarted, Task: "a"})
+	p.Observe(event.Live{Kind: event.LiveTaskStarted, Task: "b"})
+	clock = clock.Add(1500 * time.Millisecond)
+	p.Observe(event.Live{Kind: event.LiveTaskFinished, Task: "a", Status: "success"})
+	p.Settled(false)
+	p.Println("✓ a")
+	p.Observe(event.Live{Kind: event.LiveTaskFinished, Task: "b", Status: "failure"})
+	p.Settled(true)
+	p.Observe(event.Live{Kind: event.LiveToolCallStarted}) // not counted, not drawn
+	p.Close()
+	got := buf.String()
+	steps := []string{
+		"1 running · 0 done · 0 failed · 0s",
+		"\r\033[K2 running · 0 done · 0 failed · 0s",
+		"\r\033[K1 running · 0 done · 0 failed · 1.5s",
+		"\r\033[K1 running · 1 done · 0 failed · 1.5s",
+		"\r\033[K✓ a\n1 running · 1 done · 0 failed · 1.5s",
+		"\r\033[K0 running · 1 done · 0 failed · 1.5s",
+		"\r\033[K0 running · 1 done · 1 failed · 1.5s",
+		"\r\033[K",
+	}
+	if got != strings.Join(steps, "") {
+		t.Errorf("view =\n%q\nwant\n%q", got, strings.Join(steps, ""))
+	}
+	if isTerminal(&buf) {
+		t.Error("a buffer is not a terminal")
+	}
+}
