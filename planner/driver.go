@@ -130,8 +130,25 @@ func (d *driver) carryOut(s Step) {
 			cancel()
 		}
 	}
+	// D5: several attempts of a verb that can batch start as one call.
+	batches := map[string][]Work{}
+	var order []string
 	for _, wk := range s.Start {
+		if _, ok := d.opts.Verbs[wk.Job.Verb].(BatchVerb); ok && wk.ID.Finally < 0 && wk.Timeout == 0 {
+			if _, seen := batches[wk.Job.Verb]; !seen {
+				order = append(order, wk.Job.Verb)
+			}
+			batches[wk.Job.Verb] = append(batches[wk.Job.Verb], wk)
+			continue
+		}
 		d.start(wk)
+	}
+	for _, verb := range order {
+		if ws := batches[verb]; len(ws) == 1 {
+			d.start(ws[0])
+		} else {
+			d.startBatch(d.opts.Verbs[verb].(BatchVerb), ws)
+		}
 	}
 	for _, t := range s.Timers {
 		t := t
@@ -179,6 +196,71 @@ func (d *driver) start(wk Work) {
 		mu.Unlock()
 		d.results <- jobResult{id: wk.ID, out: out, emitted: em}
 	}()
+}
+
+// startBatch runs several jobs of one BatchVerb in one call. The batch's
+// context ends when every job in it was cancelled (or the run was); the
+// core ignores outcomes of jobs it cancelled, so a batch never needs to
+// stop early for one of them.
+func (d *driver) startBatch(v BatchVerb, ws []Work) {
+	ctx, cancel := context.WithCancel(d.base)
+	var mu sync.Mutex
+	pending := len(ws)
+	emitted := make([][]Emitted, len(ws))
+	jobs := make([]workflow.Job, len(ws))
+	for i, wk := range ws {
+		i := i
+		var once sync.Once
+		d.running[wk.ID] = func() {
+			once.Do(func() {
+				mu.Lock()
+				pending--
+				last := pending == 0
+				mu.Unlock()
+				if last {
+					cancel()
+				}
+			})
+		}
+		jobs[i] = wk.Job
+		jobs[i].Emit = func(kind string, fields map[string]any) {
+			mu.Lock()
+			emitted[i] = append(emitted[i], Emitted{Kind: kind, Fields: fields})
+			mu.Unlock()
+		}
+		d.live(event.Live{Kind: event.LiveTaskStarted, Task: wk.ID.Task, Verb: wk.Job.Verb, Iteration: wk.ID.Iteration, Attempt: wk.ID.Attempt})
+	}
+	d.live(event.Live{Kind: event.LiveBatchDispatched, Task: ws[0].ID.Task, Verb: ws[0].Job.Verb, Size: len(ws)})
+	d.wg.Add(1)
+	go func() {
+		defer d.wg.Done()
+		defer cancel()
+		outs := runBatch(ctx, v, jobs)
+		for i, wk := range ws {
+			mu.Lock()
+			em := emitted[i]
+			mu.Unlock()
+			d.results <- jobResult{id: wk.ID, out: outs[i], emitted: em}
+		}
+	}()
+}
+
+// runBatch calls RunBatch, turning a panic or a wrong count of outcomes
+// into error outcomes.
+func runBatch(ctx context.Context, v BatchVerb, jobs []workflow.Job) (outs []workflow.Outcome) {
+	defer func() {
+		if r := recover(); r != nil {
+			outs = nil
+		}
+		if len(outs) != len(jobs) {
+			failed := workflow.Failed(&spec.Error{Category: "internal_error", Message: fmt.Sprintf("batch verb returned %d outcomes for %d jobs", len(outs), len(jobs)), Details: map[string]any{}})
+			outs = make([]workflow.Outcome, len(jobs))
+			for i := range outs {
+				outs[i] = failed
+			}
+		}
+	}()
+	return v.RunBatch(ctx, jobs)
 }
 
 // runVerb calls the verb, turning a missing verb or a panic into an error

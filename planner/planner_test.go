@@ -482,3 +482,75 @@ func TestDeterminism(t *testing.T) {
 		t.Fatalf("completion order never varied over %d runs; the test proves nothing", 90)
 	}
 }
+
+// batcher is a BatchVerb that records the size of every call.
+type batcher struct {
+	mu    sync.Mutex
+	sizes []int
+}
+
+func (b *batcher) Run(ctx context.Context, job workflow.Job) workflow.Outcome {
+	return b.RunBatch(ctx, []workflow.Job{job})[0]
+}
+
+func (b *batcher) RunBatch(_ context.Context, jobs []workflow.Job) []workflow.Outcome {
+	b.mu.Lock()
+	b.sizes = append(b.sizes, len(jobs))
+	b.mu.Unlock()
+	out := make([]workflow.Outcome, len(jobs))
+	for i, j := range jobs {
+		out[i] = workflow.Outcome{Output: fmt.Sprint(j.Fields["prompt"])}
+	}
+	return out
+}
+
+// D5: the attempts one step starts for a batch-capable verb go out as one
+// RunBatch call, and outcomes still land at their own index.
+func TestBatchVerb(t *testing.T) {
+	w := compile(t, header+`model: mock/echo
+tasks:
+  - id: each
+    for_each: ["a", "b", "c", "d", "e"]
+    infer: { prompt: "p-${{ item }}" }
+  - id: single
+    infer: { prompt: "one" }
+`)
+	b := &batcher{}
+	res := Run(context.Background(), w, Inputs{}, Options{Verbs: map[string]Verb{"infer": b}})
+	if res.State != "success" {
+		t.Fatalf("state %s", res.State)
+	}
+	if got := fmt.Sprint(res.Tasks[0].Output); got != "[p-a p-b p-c p-d p-e]" {
+		t.Errorf("output %s", got)
+	}
+	if fmt.Sprint(b.sizes) != "[6]" {
+		t.Errorf("RunBatch sizes = %v, want [6]: the five iterations and the other task start in one step", b.sizes)
+	}
+}
+
+func TestOutputsTyped(t *testing.T) {
+	src := header + `tasks:
+  - id: a
+    exec: { command: ["echo", "text"] }
+outputs:
+  good: ${{ tasks.a.output }}
+  wrong: { value: "${{ tasks.a.output }}", type: integer }
+`
+	r := execute(t, context.Background(), src, newScript(), Config{})
+	if r.res.State != "failure" || r.res.Error == nil || r.res.Error.Code != "NIKA-VAR-009" {
+		t.Errorf("state %s error %+v, want failure with NIKA-VAR-009", r.res.State, r.res.Error)
+	}
+	if r.res.Outputs["good"] != "text" || r.res.Outputs["wrong"] != nil {
+		t.Errorf("outputs = %v", r.res.Outputs)
+	}
+	// In a run that already failed, outputs that cannot be evaluated are null, silently.
+	r = execute(t, context.Background(), header+`tasks:
+  - id: a
+    exec: { command: ["fail", "NIKA-EXEC-001"] }
+outputs:
+  x: ${{ tasks.a.error.details.nope.x }}
+`, newScript(), Config{})
+	if r.res.State != "failure" || r.res.Error != nil || r.res.Outputs["x"] != nil {
+		t.Errorf("failed run: state %s error %+v outputs %v", r.res.State, r.res.Error, r.res.Outputs)
+	}
+}
