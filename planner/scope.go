@@ -218,7 +218,7 @@ func (c *Core) evalOutputs() (map[string]any, *spec.Error) {
 	var first *spec.Error
 	for _, d := range decls {
 		v, err := workflow.Eval(d.Value, scope)
-		if err == nil && d.Type != "" && !matchesType(v, d.Type) {
+		if err == nil && d.Type != "" && !spec.MatchesType(v, d.Type) {
 			err = spec.NewError("NIKA-VAR-009", fmt.Sprintf("output %q is %s, not %s", d.Name, typeName(v), d.Type),
 				map[string]any{"output": d.Name, "type": d.Type})
 		}
@@ -234,44 +234,16 @@ func (c *Core) evalOutputs() (map[string]any, *spec.Error) {
 	return out, first
 }
 
-func matchesType(v any, t string) bool {
-	switch x := v.(type) {
-	case string:
-		return t == "string"
-	case bool:
-		return t == "boolean"
-	case int:
-		return t == "integer" || t == "number"
-	case float64:
-		return t == "number" || (t == "integer" && x == float64(int64(x)))
-	case []any:
-		return t == "array"
-	case map[string]any:
-		return t == "object"
-	}
-	return false // null matches no type
-}
-
+// typeName names a value's kind with its article, for messages.
 func typeName(v any) string {
-	switch v.(type) {
-	case nil:
-		return "null"
-	case string:
-		return "a string"
-	case bool:
-		return "a boolean"
-	case int:
-		return "an integer"
-	case float64:
-		return "a number"
-	case []any:
-		return "an array"
-	case map[string]any:
-		return "an object"
-	case []byte:
-		return "bytes"
+	k := spec.ValueKind(v)
+	switch k {
+	case "null", "bytes":
+		return k
+	case "integer", "array", "object":
+		return "an " + k
 	}
-	return fmt.Sprintf("%T", v)
+	return "a " + k
 }
 
 // hasTemplate reports whether a value holds an expression anywhere.

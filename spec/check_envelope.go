@@ -228,6 +228,21 @@ func (c *checker) typedVar(decl *VarDecl, v *Node, path string) {
 	decl.Default, decl.HasDefault = val, true
 }
 
+// ValueKind names the JSON type of a value-model value ("null" for nil),
+// for messages.
+func ValueKind(v any) string {
+	if v == nil {
+		return "null"
+	}
+	if _, ok := v.([]byte); ok {
+		return "bytes"
+	}
+	if k := jsonType(v); k != "" {
+		return k
+	}
+	return fmt.Sprintf("%T", v)
+}
+
 // jsonType names the JSON type of a value-model value ("" for null).
 func jsonType(v any) string {
 	switch x := v.(type) {
@@ -249,6 +264,12 @@ func jsonType(v any) string {
 	}
 	return ""
 }
+
+// MatchesType reports whether a value of the value model has the declared
+// type t (string, number, integer, boolean, array, object; LANGUAGE.md §2.1):
+// an integer is also a number, an integral float is an integer, and null
+// matches no type.
+func MatchesType(v any, t string) bool { return matchesType(v, t) }
 
 func matchesType(v any, t string) bool {
 	got := jsonType(v)
