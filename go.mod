@@ -8,9 +8,12 @@ require (
 	github.com/goccy/go-yaml v1.19.2
 	github.com/itchyny/gojq v0.12.20
 	github.com/santhosh-tekuri/jsonschema/v6 v6.0.3
+	github.com/zeebo/blake3 v0.2.4
 	go.uber.org/goleak v1.3.0
 	golang.org/x/text v0.14.0
 )
+
+require github.com/klauspost/cpuid/v2 v2.0.12 // indirect
 
 require (
 	github.com/google/uuid v1.6.0

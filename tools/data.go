@@ -8,6 +8,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"github.com/zeebo/blake3"
 	"hash"
 	"strings"
 
@@ -70,8 +71,10 @@ func runHash(_ context.Context, in *invocation) (any, error) {
 		h = sha256.New()
 	case "sha512":
 		h = sha512.New()
+	case "blake3":
+		h = blake3.New() // 32-byte digest (§7.4)
 	default:
-		return nil, argsError(in.call.Name, []violation{{Path: "/algo", Message: fmt.Sprintf("algo %s is not in this build; use sha256 or sha512", algo)}})
+		return nil, argsError(in.call.Name, []violation{{Path: "/algo", Message: fmt.Sprintf("unknown algo %s; use sha256, sha512 or blake3", algo)}})
 	}
 	switch c := in.args["content"].(type) {
 	case string:
