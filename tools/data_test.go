@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"reflect"
 	"regexp"
-	"strings"
 	"testing"
 )
 
