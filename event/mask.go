@@ -43,7 +43,7 @@ func maskValue(v any, m Masker, depth int) any {
 		}
 		out := make(map[string]any, len(x))
 		for k, e := range x {
-			out[k] = maskValue(e, m, depth+1)
+			out[m(k)] = maskValue(e, m, depth+1) // keys can carry a secret too (§2.3)
 		}
 		return out
 	case []any:
@@ -70,7 +70,7 @@ func maskValue(v any, m Masker, depth int) any {
 		}
 		out := make(map[string]string, len(x))
 		for k, e := range x {
-			out[k] = m(e)
+			out[m(k)] = m(e)
 		}
 		return out
 	case []byte:

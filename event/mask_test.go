@@ -25,18 +25,19 @@ func TestMaskValueDeep(t *testing.T) {
 		"bytes": []byte("raw"),
 	}
 	got := MaskValue(in, upper)
+	// Keys are masked too: a secret can be an object key (§2.3).
 	want := map[string]any{
-		"s":   "SECRET",
-		"n":   1,
-		"f":   2.5,
-		"b":   true,
-		"nil": nil,
-		"num": json.Number("1.50"),
-		"m": map[string]any{
-			"inner": []any{"A", 1, map[string]any{"deep": "X", "k": []string{"Y"}}},
-			"ss":    map[string]string{"key": "V"},
+		"S":   "SECRET",
+		"N":   1,
+		"F":   2.5,
+		"B":   true,
+		"NIL": nil,
+		"NUM": json.Number("1.50"),
+		"M": map[string]any{
+			"INNER": []any{"A", 1, map[string]any{"DEEP": "X", "K": []string{"Y"}}},
+			"SS":    map[string]string{"KEY": "V"},
 		},
-		"bytes": []byte("raw"),
+		"BYTES": []byte("raw"),
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("got  %#v\nwant %#v", got, want)
@@ -47,8 +48,8 @@ func TestMaskValueDeep(t *testing.T) {
 		t.Errorf("input modified: %#v", in)
 	}
 	// A new value: changing the result does not reach the input.
-	got.(map[string]any)["m"].(map[string]any)["inner"].([]any)[1] = "changed"
-	got.(map[string]any)["bytes"].([]byte)[0] = 'X'
+	got.(map[string]any)["M"].(map[string]any)["INNER"].([]any)[1] = "changed"
+	got.(map[string]any)["BYTES"].([]byte)[0] = 'X'
 	if in["m"].(map[string]any)["inner"].([]any)[1] != 1 || string(in["bytes"].([]byte)) != "raw" {
 		t.Error("result shares storage with the input")
 	}
@@ -72,11 +73,11 @@ func TestMaskValueOtherTypes(t *testing.T) {
 	}
 	got := MaskValue(in, upper)
 	want := map[string]any{
-		"struct": map[string]any{"name": "N", "tags": []any{"T"}, "inner": map[string]any{"k": "V"}},
-		"raw":    map[string]any{"a": []any{"X", json.Number("1.0")}},
-		"typed":  []any{json.Number("1"), json.Number("2")},
-		"named":  "L",
-		"time":   "2026-01-02T03:04:05Z",
+		"STRUCT": map[string]any{"NAME": "N", "TAGS": []any{"T"}, "INNER": map[string]any{"K": "V"}},
+		"RAW":    map[string]any{"A": []any{"X", json.Number("1.0")}},
+		"TYPED":  []any{json.Number("1"), json.Number("2")},
+		"NAMED":  "L",
+		"TIME":   "2026-01-02T03:04:05Z",
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("got  %#v\nwant %#v", got, want)

@@ -172,7 +172,7 @@ func TestNDJSONMasker(t *testing.T) {
 	s := NewNDJSON(&out).WithMasker(mask)
 	fields := map[string]any{"message": "pw=hunter2", "hunter2": []any{"hunter2"}}
 	s.Emit(Event{Seq: 1, TS: ts0, RunID: "hunter2", Kind: Log, Task: "t", Iteration: NoIteration, Fields: fields})
-	want := `{"fields":{"hunter2":["***"],"message":"pw=***"},"kind":"log","run_id":"hunter2","seq":1,"task":"t","ts":"2026-11-30T12:00:00.123Z"}` + "\n"
+	want := `{"fields":{"***":["***"],"message":"pw=***"},"kind":"log","run_id":"hunter2","seq":1,"task":"t","ts":"2026-11-30T12:00:00.123Z"}` + "\n"
 	if out.String() != want {
 		t.Errorf("got  %s\nwant %s", out.String(), want)
 	}

@@ -243,14 +243,22 @@ func (c *Core) advance() {
 		}
 		if c.wakeRecover {
 			c.wakeRecover = false
-			waiting := c.recovering[:0]
+			var waiting []*taskRun
 			for _, tr := range c.recovering {
-				if tr.phase == phaseRecoverWait && c.recoverReady(tr) {
-					tr.resumeRecover(c)
-					progress = true
-				} else if tr.phase == phaseRecoverWait {
-					waiting = append(waiting, tr)
+				if !tr.waitingRecover() {
+					continue
 				}
+				slot := tr.holdsSlot || c.cfg.MaxParallelTasks <= 0 || c.running < c.cfg.MaxParallelTasks
+				if !c.recoverReady(tr) || !slot {
+					waiting = append(waiting, tr)
+					continue
+				}
+				if !tr.holdsSlot { // D4: the resumed task takes a slot again
+					c.running++
+					tr.holdsSlot = true
+				}
+				tr.resumeRecover(c)
+				progress = true
 			}
 			c.recovering = waiting
 		}
@@ -275,7 +283,21 @@ func (c *Core) slotFree(tr *taskRun) {
 	if tr.holdsSlot {
 		tr.holdsSlot = false
 		c.running--
+		if len(c.recovering) > 0 {
+			c.wakeRecover = true // a waiting recover may take the slot
+		}
 	}
+}
+
+// waitRecover registers a task whose recover waits on other tasks.
+func (c *Core) waitRecover(tr *taskRun) {
+	for _, o := range c.recovering {
+		if o == tr {
+			return
+		}
+	}
+	c.recovering = append(c.recovering, tr)
+	c.wakeRecover = true
 }
 
 // releaseSettled moves the buffered events of settled tasks to the step, in

@@ -31,6 +31,10 @@ type Options struct {
 	Canonical event.Sink      // the canonical stream; nil: discarded
 	Live      event.LiveSink  // the live stream; nil: discarded
 	Clock     func() time.Time
+	// Finally is the context on_finally steps run under. A user
+	// cancellation (ctx) does not stop them; cancelling Finally abandons
+	// them (a second signal). Nil: they are bounded by their timeout only.
+	Finally context.Context
 }
 
 // Run executes a compiled workflow to the end and returns its result. A
@@ -168,6 +172,9 @@ func (d *driver) start(wk Work) {
 	parent := d.base
 	if wk.ID.Finally >= 0 {
 		parent = context.WithoutCancel(d.base)
+		if d.opts.Finally != nil {
+			parent = d.opts.Finally
+		}
 	}
 	ctx, cancel := context.WithCancel(parent)
 	if wk.Timeout > 0 {

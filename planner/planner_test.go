@@ -31,7 +31,8 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 type script struct {
 	mu      sync.Mutex
 	signals map[string]chan struct{}
-	jitter  bool // randomize latency (determinism tests)
+	jitter  bool               // randomize latency (determinism tests)
+	cancel  context.CancelFunc // ["cancel"]: cancel the run, then block
 }
 
 func newScript() *script { return &script{signals: map[string]chan struct{}{}} }
@@ -76,6 +77,10 @@ func (s *script) Run(ctx context.Context, job workflow.Job) workflow.Outcome {
 		if n, _ := strconv.Atoi(arg(1)); job.Attempt <= n {
 			return workflow.Failed(spec.NewError(arg(2), fmt.Sprintf("attempt %d fails", job.Attempt), nil))
 		}
+		<-ctx.Done()
+		return workflow.Failed(spec.NewError("NIKA-CANCEL-001", "cancelled", nil))
+	case "cancel":
+		s.cancel()
 		<-ctx.Done()
 		return workflow.Failed(spec.NewError("NIKA-CANCEL-001", "cancelled", nil))
 	case "block":
@@ -552,5 +557,77 @@ outputs:
 `, newScript(), Config{})
 	if r.res.State != "failure" || r.res.Error != nil || r.res.Outputs["x"] != nil {
 		t.Errorf("failed run: state %s error %+v outputs %v", r.res.State, r.res.Error, r.res.Outputs)
+	}
+}
+
+// A for_each iteration whose recover waits on another task while a sibling
+// iteration still runs must resume once that task is terminal (it hung).
+func TestForEachRecoverWaitsWithSiblingRunning(t *testing.T) {
+	src := header + `tasks:
+  - id: fe
+    for_each: [["fail", "NIKA-EXEC-001"], ["signal", "s1", "v1"]]
+    exec: { command: "${{ item }}" }
+    on_error: { recover: "${{ tasks.r.output }}" }
+  - id: r
+    exec: { command: ["wait", "s1"] }
+`
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second) // a regression cancels instead of hanging
+	defer cancel()
+	r := execute(t, ctx, src, newScript(), Config{MaxParallelTasks: 2})
+	if fe := r.task("fe"); fe.Status != "success" || fmt.Sprint(fe.Output) != "[waited v1]" {
+		t.Errorf("fe = %s %v %+v, want success [waited v1]", fe.Status, fe.Output, fe.Error)
+	}
+}
+
+// A user cancellation never hides a real failure that came first (D23).
+func TestCancelKeepsEarlierFailure(t *testing.T) {
+	src := header + `tasks:
+  - id: fe
+    for_each: [["fail", "NIKA-EXEC-001"], ["cancel"]]
+    max_parallel: 1
+    fail_fast: false
+    exec: { command: "${{ item }}" }
+  - id: out
+    for_each: [["echo", "v0"], ["cancel"]]
+    max_parallel: 1
+    exec: { command: "${{ item }}" }
+`
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	s := newScript()
+	s.cancel = cancel
+	r := execute(t, ctx, src, s, Config{MaxParallelTasks: 1})
+	if fe := r.task("fe"); fe.Status != "failure" || fe.Error == nil || fe.Error.Code != "NIKA-EXEC-001" {
+		t.Errorf("fe = %s %+v, want failure NIKA-EXEC-001", fe.Status, fe.Error)
+	}
+	if r.res.State != "failure" {
+		t.Errorf("state = %s, want failure", r.res.State)
+	}
+	// out never started (the cancel came first) or was cancelled: no output either way.
+	if o := r.task("out"); o.Status != "cancelled" || o.Output != nil {
+		t.Errorf("out = %s %v, want cancelled with no output (§3.13)", o.Status, o.Output)
+	}
+}
+
+// Dependents start only once a task is settled, after its on_finally
+// (§3.12): here a's on_finally waits for b, which can only time it out.
+func TestDependentsWaitForOnFinally(t *testing.T) {
+	src := header + `tasks:
+  - id: a
+    exec: { command: ["echo", "a"] }
+    on_finally:
+      - timeout: "300ms"
+        exec: { command: ["wait", "b-started"] }
+  - id: b
+    depends_on: [a]
+    exec: { command: ["signal", "b-started", "b"] }
+`
+	r := execute(t, context.Background(), src, newScript(), Config{})
+	var warned bool
+	for _, e := range r.events {
+		warned = warned || (e.Kind == event.Log && e.Task == "a" && strings.Contains(fmt.Sprint(e.Fields["message"]), "on_finally step 0 failed"))
+	}
+	if !warned || r.task("b").Status != "success" {
+		t.Errorf("b started before a's on_finally ended (warned=%v, b=%s)", warned, r.task("b").Status)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"sort"
 
 	"github.com/nikahq/nika/spec"
+	"github.com/nikahq/nika/spec/canon"
 	"github.com/nikahq/nika/workflow"
 )
 
@@ -37,7 +38,7 @@ func (c *Core) scope(tr *taskRun, kind scopeKind, it *iterRun) workflow.Scope {
 		for _, d := range tr.t.DependsOn {
 			s.Tasks[d] = c.byID[d].recordValue()
 		}
-		s.Tasks[tr.t.ID] = tr.recordValue()
+		s.Tasks[tr.t.ID] = tr.recordValue() // decided, on_finally still running
 	case scopeRecover, scopeOutputs:
 		for _, o := range c.tasks {
 			if o != tr && o.terminal() {
@@ -80,7 +81,7 @@ func (tr *taskRun) recordValue() map[string]any {
 			r[n] = tr.bindings[n]
 		}
 	}
-	if tr.terminal() {
+	if tr.decided() {
 		tr.rec = r
 	}
 	return r
@@ -88,18 +89,25 @@ func (tr *taskRun) recordValue() map[string]any {
 
 const timeLayout = "2006-01-02T15:04:05.000Z07:00"
 
-// errorValue is the §8.1 error object in the value model.
+// errorValue is the §8.1 error object in the value model; task_id and
+// attempt are null for an error that belongs to no task (outputs).
 func errorValue(e *spec.Error) map[string]any {
-	var code any
+	var code, taskID, attempt any
 	if e.Code != "" {
 		code = e.Code
+	}
+	if e.TaskID != "" {
+		taskID = e.TaskID
+	}
+	if e.Attempt > 0 {
+		attempt = e.Attempt
 	}
 	details := map[string]any{}
 	for k, v := range e.Details {
 		details[k] = v
 	}
 	return map[string]any{"code": code, "category": e.Category, "message": e.Message, "transient": e.Transient,
-		"details": details, "task_id": e.TaskID, "attempt": e.Attempt}
+		"details": details, "task_id": taskID, "attempt": attempt}
 }
 
 func bindingNames(t *spec.Task) []string {
@@ -218,6 +226,12 @@ func (c *Core) evalOutputs() (map[string]any, *spec.Error) {
 	var first *spec.Error
 	for _, d := range decls {
 		v, err := workflow.Eval(d.Value, scope)
+		if err == nil {
+			if _, jerr := canon.Marshal(v); jerr != nil { // NaN, ±Inf: not JSON (§4.7)
+				err = spec.NewError(spec.CodeVarRuntime, fmt.Sprintf("output %q cannot be written as JSON: %v", d.Name, jerr),
+					map[string]any{"output": d.Name})
+			}
+		}
 		if err == nil && d.Type != "" && !spec.MatchesType(v, d.Type) {
 			err = spec.NewError("NIKA-VAR-009", fmt.Sprintf("output %q is %s, not %s", d.Name, typeName(v), d.Type),
 				map[string]any{"output": d.Name, "type": d.Type})

@@ -90,7 +90,12 @@ func newTaskRun(t *spec.Task) *taskRun {
 	return tr
 }
 
-func (tr *taskRun) terminal() bool { return tr.phase == phaseSettled || tr.phase == phaseFinally }
+// terminal: settled, after on_finally (§3.12 step 8); only then do
+// dependents and waiting recovers see it.
+func (tr *taskRun) terminal() bool { return tr.phase == phaseSettled }
+
+// decided: the record is fixed (on_finally may still be running).
+func (tr *taskRun) decided() bool { return tr.phase == phaseSettled || tr.phase == phaseFinally }
 
 // gate applies the default gate or `when:` (LANGUAGE.md §3.3), then
 // evaluates a for_each collection (§3.7).
@@ -133,7 +138,11 @@ func (tr *taskRun) gate(c *Core) {
 		}
 		items, ok := v.([]any)
 		if !ok {
-			e := spec.NewError(spec.CodeVarRuntime, fmt.Sprintf("for_each must yield a list, got %s", typeName(v)), map[string]any{"path": "for_each"})
+			details := map[string]any{"path": "for_each"}
+			if tmpl, isT := tr.t.ForEach.(*spec.Template); isT {
+				details = map[string]any{"expression": tmpl.Source, "path": tmpl.Path}
+			}
+			e := spec.NewError(spec.CodeVarRuntime, fmt.Sprintf("for_each must yield a list, got %s", typeName(v)), details)
 			tr.settle(c, "failure", tr.stamp(e, 0, -1))
 			return
 		}
@@ -322,6 +331,7 @@ func (tr *taskRun) handleError(c *Core, it *iterRun, err *spec.Error) {
 	it.err = err
 	if !c.recoverReady(tr) {
 		it.state = iterRecoverWait
+		c.waitRecover(tr)
 		tr.maybeWaitRecover(c)
 		return
 	}
@@ -340,18 +350,25 @@ func codeListed(codes []string, code string) bool {
 	return false
 }
 
-// maybeWaitRecover frees the task's slot while nothing of it runs but a
-// recover waiting on another task (D2, D4).
+// maybeWaitRecover frees the task's slot while nothing of it runs but
+// recovers waiting on other tasks (D2, D4).
 func (tr *taskRun) maybeWaitRecover(c *Core) {
+	waiting := false
 	for _, it := range tr.iters {
-		if it != nil && (it.state == iterRunning || it.state == iterBackoff) {
+		if it == nil {
+			continue
+		}
+		switch it.state {
+		case iterRunning, iterBackoff:
 			return
+		case iterRecoverWait:
+			waiting = true
 		}
 	}
-	tr.phase = phaseRecoverWait
-	c.slotFree(tr)
-	c.recovering = append(c.recovering, tr)
-	c.wakeRecover = true
+	if waiting && (tr.t.ForEach == nil || tr.next >= tr.stopAt) {
+		tr.phase = phaseRecoverWait
+		c.slotFree(tr)
+	}
 }
 
 // resumeRecover runs the recovers that waited, once their tasks are terminal.
@@ -362,6 +379,16 @@ func (tr *taskRun) resumeRecover(c *Core) {
 			tr.recover(c, it)
 		}
 	}
+}
+
+// waitingRecover reports whether an iteration waits on a recover.
+func (tr *taskRun) waitingRecover() bool {
+	for _, it := range tr.iters {
+		if it != nil && it.state == iterRecoverWait {
+			return true
+		}
+	}
+	return false
 }
 
 // recover evaluates on_error.recover; its value replaces the raw output
@@ -405,6 +432,7 @@ func (tr *taskRun) iterDone(c *Core, it *iterRun) {
 	}
 	for _, o := range tr.iters {
 		if o != nil && o.state != iterDone {
+			tr.maybeWaitRecover(c)
 			return
 		}
 	}
@@ -440,13 +468,19 @@ func (tr *taskRun) decide(c *Core) {
 	for _, n := range names {
 		cols[n] = make([]any, len(tr.items))
 	}
-	var first *iterRun
+	// The task's error is its lowest failed iteration's; a real failure wins
+	// over a cancellation, so a user cancel never hides one (D23).
+	var first, firstCancel *iterRun
 	for _, it := range tr.iters {
 		if it == nil || it.state != iterDone {
 			continue
 		}
 		if it.failed {
-			if first == nil {
+			if it.err != nil && it.err.Code == "NIKA-CANCEL-001" {
+				if firstCancel == nil {
+					firstCancel = it
+				}
+			} else if first == nil {
 				first = it
 			}
 			continue
@@ -463,6 +497,11 @@ func (tr *taskRun) decide(c *Core) {
 	}
 	for _, n := range names {
 		bind[n] = cols[n]
+	}
+	if first == nil && firstCancel != nil {
+		e := *firstCancel.err
+		tr.record(c, "cancelled", nil, nil, &e) // §3.13: a cancelled task has no output
+		return
 	}
 	if first != nil {
 		if tr.t.FailFast {
@@ -494,7 +533,6 @@ func (tr *taskRun) record(c *Core, status string, output any, bindings map[strin
 	}
 	tr.endedAt = c.now
 	tr.phase = phaseFinally
-	c.becameTerminal(tr)
 	tr.runFinally(c)
 }
 

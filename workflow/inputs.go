@@ -74,8 +74,8 @@ func convertVar(v *spec.VarDecl, text string) (any, error) {
 	case "", "string":
 		return text, nil
 	case "integer":
-		i, err := strconv.ParseInt(strings.TrimSpace(text), 10, 64)
-		if err != nil {
+		i, err := strconv.ParseInt(text, 10, 64)
+		if err != nil || strings.HasPrefix(text, "+") {
 			return nil, fmt.Errorf("%q is not a base-10 integer", text)
 		}
 		return int(i), nil
@@ -174,8 +174,12 @@ func ResolveSecrets(w *Workflow, runDir string, lookup func(string) (string, boo
 				return nil, spec.NewError(spec.CodeVarUnresolved, fmt.Sprintf("secret %q: cannot read %s: %v", s.Name, s.Path, err),
 					map[string]any{"secret": s.Name})
 			}
-			b = bytes.TrimSuffix(b, []byte("\n"))
-			b = bytes.TrimSuffix(b, []byte("\r"))
+			switch { // one trailing \n or \r\n, nothing else (§2.3)
+			case bytes.HasSuffix(b, []byte("\r\n")):
+				b = b[:len(b)-2]
+			case bytes.HasSuffix(b, []byte("\n")):
+				b = b[:len(b)-1]
+			}
 			val = string(b)
 		default:
 			return nil, spec.NewError(spec.CodeVarUnresolved, fmt.Sprintf("secret %q: source %q is not supported", s.Name, s.Source),
@@ -204,9 +208,17 @@ func NewMasker(secrets map[string]any) func(string) string {
 			continue
 		}
 		forms = append(forms, s)
-		if b, err := json.Marshal(s); err == nil {
-			if esc := string(b[1 : len(b)-1]); esc != s {
-				forms = append(forms, esc)
+		// JSON-escaped forms, with and without HTML escaping: canonical JSON
+		// does not escape <>&, encoding/json does.
+		for _, html := range []bool{false, true} {
+			var buf bytes.Buffer
+			enc := json.NewEncoder(&buf)
+			enc.SetEscapeHTML(html)
+			if enc.Encode(s) == nil {
+				b := bytes.TrimSpace(buf.Bytes())
+				if esc := string(b[1 : len(b)-1]); esc != s && !containsString(forms, esc) {
+					forms = append(forms, esc)
+				}
 			}
 		}
 	}
@@ -225,4 +237,13 @@ func NewMasker(secrets map[string]any) func(string) string {
 	}
 	r := strings.NewReplacer(pairs...)
 	return r.Replace
+}
+
+func containsString(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
 }

@@ -133,3 +133,12 @@ func TestMasker(t *testing.T) {
 		t.Error("an empty masker must be the identity")
 	}
 }
+
+func TestMaskerHTMLCharacters(t *testing.T) {
+	m := NewMasker(map[string]any{"A": `s3cr"et<x>&`})
+	for _, in := range []string{`s3cr"et<x>&`, `s3cr\"et<x>&`, `s3cr\"et\u003cx\u003e\u0026`} {
+		if got := m("v=" + in); got != "v=••••••" {
+			t.Errorf("mask(%q) = %q", in, got)
+		}
+	}
+}

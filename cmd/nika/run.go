@@ -5,11 +5,13 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"os/signal"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -197,25 +199,33 @@ func runWith(args []string, stdout, stderr io.Writer, env runEnv) int {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	interrupted := false
+	finallyCtx, abandon := context.WithCancel(context.Background())
+	defer abandon()
+	var interrupted atomic.Bool
 	stopSignals := make(chan struct{})
-	defer close(stopSignals)
+	signalsDone := make(chan struct{})
 	if env.signals != nil {
 		go func() {
+			defer close(signalsDone)
 			select {
 			case <-env.signals:
 			case <-stopSignals:
 				return
 			}
-			interrupted = true
+			interrupted.Store(true)
 			fmt.Fprintln(stderr, "nika run: interrupted; finishing on_finally steps (interrupt again to abandon them)")
 			cancel()
 			select {
 			case <-env.signals:
-				os.Exit(exitInterrupt) // a second signal abandons on_finally (LANGUAGE.md §3.4)
+				// A second signal abandons on_finally (LANGUAGE.md §3.4):
+				// their processes are killed, the report is still written.
+				fmt.Fprintln(stderr, "nika run: interrupted again; abandoning on_finally steps")
+				abandon()
 			case <-stopSignals:
 			}
 		}()
+	} else {
+		close(signalsDone)
 	}
 	res := planner.Run(ctx, w, planner.Inputs{Vars: varValues, Env: envValues, Secrets: secrets}, planner.Options{
 		Config:    planner.Config{RunID: runID, Seed: *seed, MaxParallelTasks: *maxTasks, RunDir: runDir},
@@ -223,7 +233,10 @@ func runWith(args []string, stdout, stderr io.Writer, env runEnv) int {
 		Canonical: sinks,
 		Live:      live,
 		Clock:     env.now,
+		Finally:   finallyCtx,
 	})
+	close(stopSignals) // a signal from now on does not change the outcome
+	<-signalsDone
 
 	if view != nil {
 		view.Close()
@@ -233,6 +246,10 @@ func runWith(args []string, stdout, stderr io.Writer, env runEnv) int {
 	if report != nil {
 		rep := event.MaskValue(res.Report(runID, w.Name, *seed), event.Masker(mask))
 		b, err := canon.Marshal(rep)
+		if err != nil { // a task output holds NaN or ±Inf: written as null
+			fmt.Fprintf(stderr, "nika run: the report holds a value JSON cannot carry (%v); writing it as null\n", err)
+			b, err = canon.Marshal(finite(rep))
+		}
 		if err == nil {
 			_, err = report.Write(append(b, '\n'))
 		}
@@ -240,7 +257,7 @@ func runWith(args []string, stdout, stderr io.Writer, env runEnv) int {
 			fmt.Fprintf(stderr, "nika run: writing the report: %v\n", err)
 		}
 	}
-	if interrupted || res.State == "cancelled" {
+	if interrupted.Load() || res.State == "cancelled" {
 		return exitInterrupt
 	}
 	out, err := canon.Marshal(event.MaskValue(res.Outputs, event.Masker(mask)))
@@ -250,12 +267,35 @@ func runWith(args []string, stdout, stderr io.Writer, env runEnv) int {
 	}
 	stdout.Write(append(out, '\n'))
 	if res.State != "success" {
-		if res.Error != nil && !*quiet {
+		if res.Error != nil { // an error is printed even with --quiet (D20)
 			fmt.Fprintf(stderr, "nika run: error[%s] %s\n", res.Error.Code, mask(res.Error.Message))
 		}
 		return exitFailure
 	}
 	return exitOK
+}
+
+// finite replaces NaN and ±Inf, which JSON cannot carry, with null.
+func finite(v any) any {
+	switch x := v.(type) {
+	case float64:
+		if math.IsNaN(x) || math.IsInf(x, 0) {
+			return nil
+		}
+	case []any:
+		out := make([]any, len(x))
+		for i, e := range x {
+			out[i] = finite(e)
+		}
+		return out
+	case map[string]any:
+		out := make(map[string]any, len(x))
+		for k, e := range x {
+			out[k] = finite(e)
+		}
+		return out
+	}
+	return v
 }
 
 // cloudKeys are the providers that need a key (LANGUAGE.md §6.2), with

@@ -268,6 +268,19 @@ func fromJQ(v any) (out any, changed bool) {
 			return i, true
 		}
 		return x, false
+	case json.Number:
+		// fromjson yields json.Number: integral within int64 → int (§3.6).
+		if i, err := x.Int64(); err == nil {
+			return int(i), true
+		}
+		f, err := x.Float64()
+		if err != nil {
+			return x.String(), true
+		}
+		if i, ok := integral(f); ok {
+			return i, true
+		}
+		return f, true
 	case *big.Int:
 		if x.IsInt64() {
 			return int(x.Int64()), true

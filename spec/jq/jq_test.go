@@ -368,3 +368,20 @@ func BenchmarkCompile(b *testing.B) {
 		}
 	}
 }
+
+// fromjson yields json.Number inside gojq; results follow §3.6 like any
+// other number.
+func TestRunFromJSONNumbers(t *testing.T) {
+	p, err := Compile(`fromjson | [.i, .f, .big]`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := p.Run(context.Background(), `{"i": 42, "f": 1.5, "big": 1e300}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := out[0].([]any)
+	if got[0] != 42 || got[1] != 1.5 || got[2] != 1e300 {
+		t.Errorf("got %#v, want [42 1.5 1e300] as int, float64, float64", got)
+	}
+}
