@@ -29,7 +29,7 @@ type Options struct {
 	Config
 	Verbs     map[string]Verb // by verb name: infer, exec, invoke, agent
 	Canonical event.Sink      // the canonical stream; nil: discarded
-	Live      event.LiveSink  // the live stream; nil: discarded
+	Live      event.LiveSink  // the live stream; nil: discarded; called from several goroutines
 	Clock     func() time.Time
 	// Finally is the context on_finally steps run under. A user
 	// cancellation (ctx) does not stop them; cancelling Finally abandons
@@ -193,6 +193,7 @@ func (d *driver) start(wk Work) {
 		emitted = append(emitted, Emitted{Kind: kind, Fields: fields})
 		mu.Unlock()
 	}
+	job.Live = d.liveNotes(wk.ID)
 	d.live(event.Live{Kind: "task_started", Task: wk.ID.Task, Verb: job.Verb, Iteration: wk.ID.Iteration, Attempt: wk.ID.Attempt})
 	d.wg.Add(1)
 	go func() {
@@ -230,6 +231,7 @@ func (d *driver) startBatch(v BatchVerb, ws []Work) {
 			})
 		}
 		jobs[i] = wk.Job
+		jobs[i].Live = d.liveNotes(wk.ID)
 		jobs[i].Emit = func(kind string, fields map[string]any) {
 			mu.Lock()
 			emitted[i] = append(emitted[i], Emitted{Kind: kind, Fields: fields})
@@ -284,6 +286,19 @@ func runVerb(ctx context.Context, v Verb, job workflow.Job) (out workflow.Outcom
 		}
 	}()
 	return v.Run(ctx, job)
+}
+
+// liveNotes forwards a verb's live observations (from any goroutine) to the
+// live stream, stamped with the job; nil when nobody watches.
+func (d *driver) liveNotes(id JobID) func(workflow.LiveNote) {
+	if d.opts.Live == nil {
+		return nil
+	}
+	return func(n workflow.LiveNote) {
+		d.live(event.Live{Kind: n.Kind, Task: id.Task, Iteration: id.Iteration, Attempt: id.Attempt,
+			Provider: n.Provider, Model: n.Model, Tool: n.Tool, Outcome: n.Outcome, Code: n.Code, IsError: n.IsError,
+			RateLimited: n.RateLimited, InputTokens: n.InputTokens, OutputTokens: n.OutputTokens, Elapsed: n.Elapsed})
+	}
 }
 
 func (d *driver) live(l event.Live) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -96,6 +97,11 @@ func (s *script) Run(ctx context.Context, job workflow.Job) workflow.Outcome {
 	case "signal":
 		close(s.ch(arg(1)))
 		return workflow.Outcome{Output: arg(2)}
+	case "note":
+		if job.Live != nil {
+			job.Live(workflow.LiveNote{Kind: event.LiveToolCallFinished, Tool: arg(1)})
+		}
+		return workflow.Outcome{Output: arg(1)}
 	case "log":
 		job.Emit(event.Log, map[string]any{"level": "info", "message": arg(1)})
 		return workflow.Outcome{Output: arg(1)}
@@ -629,5 +635,35 @@ func TestDependentsWaitForOnFinally(t *testing.T) {
 	}
 	if !warned || r.task("b").Status != "success" {
 		t.Errorf("b started before a's on_finally ended (warned=%v, b=%s)", warned, r.task("b").Status)
+	}
+}
+
+// Verbs' live observations reach the live stream stamped with their job,
+// and never the canonical one (D19).
+func TestLiveNotes(t *testing.T) {
+	w := compile(t, header+`tasks:
+  - id: each
+    for_each: ["a", "b"]
+    exec: { command: ["note", "${{ item }}"] }
+`)
+	var mu sync.Mutex
+	var got []string
+	live := event.LiveFunc(func(l event.Live) {
+		if l.Kind == event.LiveToolCallFinished {
+			mu.Lock()
+			got = append(got, fmt.Sprintf("%s[%d]#%d %s", l.Task, l.Iteration, l.Attempt, l.Tool))
+			mu.Unlock()
+		}
+	})
+	mem := event.NewMemory()
+	Run(context.Background(), w, Inputs{}, Options{Verbs: map[string]Verb{"exec": newScript()}, Canonical: mem, Live: live})
+	sort.Strings(got)
+	if strings.Join(got, ",") != "each[0]#1 a,each[1]#1 b" {
+		t.Errorf("live notes = %v", got)
+	}
+	for _, e := range mem.Events() {
+		if e.Kind == event.LiveToolCallFinished {
+			t.Error("a live note reached the canonical stream")
+		}
 	}
 }

@@ -1,6 +1,10 @@
 package workflow
 
-import "github.com/nikahq/nika/spec"
+import (
+	"time"
+
+	"github.com/nikahq/nika/spec"
+)
 
 // Job is one attempt (or one for_each iteration's attempt) of a task, with
 // its verb fields evaluated. It crosses the planner/verb boundary (D8).
@@ -17,6 +21,26 @@ type Job struct {
 	// Emit is how nika:log / nika:emit reach the canonical stream; never nil
 	// (use a no-op).
 	Emit func(kind string, fields map[string]any)
+	// Live reports what is happening now to the live stream (D19): provider
+	// requests, tool calls. Nil means nobody watches. It may be called from
+	// any goroutine; nothing may decide anything from it.
+	Live func(LiveNote)
+}
+
+// LiveNote is one live-stream observation from inside a verb (D19). The
+// planner adds the task, iteration and attempt.
+type LiveNote struct {
+	Kind         string // provider_request, tool_call_started, tool_call_finished
+	Provider     string
+	Model        string
+	Tool         string
+	Outcome      string // ok, or the error code
+	Code         string
+	IsError      bool
+	RateLimited  bool
+	InputTokens  int
+	OutputTokens int
+	Elapsed      time.Duration
 }
 
 // Outcome is what a verb returns: an output, or an error; never both.

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/nikahq/nika/provider"
 	"github.com/nikahq/nika/spec"
@@ -140,7 +141,7 @@ func (v *Verb) prepare(job workflow.Job) *call {
 		}
 		req.MaxTokens = n
 	}
-	if vis, ok := f["vision"]; ok && vis != nil {
+	if vis, ok := f["vision"]; ok && vis != nil && !strings.HasPrefix(job.Model, "mock/") { // the mock ignores vision (§6.3)
 		if l, isList := vis.([]any); !isList || len(l) > 0 {
 			return fail(provider.Failure{Model: job.Model, Reason: provider.ReasonBadRequest,
 				Message: "`vision` inputs are not supported by this build"}.Err())
@@ -212,7 +213,22 @@ func round(ctx context.Context, pending []*call) {
 		for j, c := range g {
 			reqs[j] = c.req
 		}
+		start := time.Now()
 		answers[i] = complete(ctx, g[0].prov, reqs)
+		elapsed := time.Since(start)
+		for j, c := range g { // the live stream (D19): one note per request
+			if c.job.Live == nil {
+				continue
+			}
+			n := workflow.LiveNote{Kind: "provider_request", Provider: c.group, Model: c.req.Model, Outcome: "ok", Elapsed: elapsed}
+			if o := answers[i][j]; o.Err != nil {
+				n.Outcome, n.Code, n.IsError = o.Err.Code, o.Err.Code, true
+				n.RateLimited = provider.ReasonOf(o.Err) == provider.ReasonRateLimited
+			} else if o.Response != nil {
+				n.InputTokens, n.OutputTokens = o.Response.Usage.InputTokens, o.Response.Usage.OutputTokens
+			}
+			c.job.Live(n)
+		}
 	}
 	if len(groups) == 1 {
 		ask(0)

@@ -348,10 +348,19 @@ func TestProviderFailures(t *testing.T) {
 			t.Fatalf("outcome %+v", out)
 		}
 	})
-	t.Run("vision is refused, not dropped", func(t *testing.T) {
+	t.Run("vision is ignored by the mock (§6.3)", func(t *testing.T) {
 		v := &Verb{Providers: registry(nil)}
 		out := v.Run(context.Background(), job(provider.MockModel, map[string]any{"prompt": "p",
 			"vision": []any{map[string]any{"source": "file", "path": "a.png"}}}))
+		if out.Err != nil || out.Output != "p" {
+			t.Fatalf("outcome %+v", out)
+		}
+	})
+	t.Run("vision is refused by other providers, not dropped", func(t *testing.T) {
+		v := &Verb{Providers: registry(nil)}
+		v.Providers.Register("openai", provider.NewMock())
+		out := v.Run(context.Background(), job("openai/gpt-4o", map[string]any{"prompt": "p",
+			"vision": []any{map[string]any{"source": "url", "url": "https://example.com/a.png"}}}))
 		if out.Err == nil || out.Err.Code != "NIKA-INFER-001" {
 			t.Fatalf("outcome %+v", out)
 		}
@@ -522,4 +531,18 @@ func TestExcerpt(t *testing.T) {
 func nan() float64 {
 	z := 0.0
 	return z / z
+}
+
+// Each provider request is reported to the live stream (D19) with its usage.
+func TestLiveProviderRequest(t *testing.T) {
+	var notes []workflow.LiveNote
+	j := job(provider.MockModel, map[string]any{"prompt": "hello world!"})
+	j.Live = func(n workflow.LiveNote) { notes = append(notes, n) }
+	if out := (&Verb{Providers: registry(nil)}).Run(context.Background(), j); out.Err != nil {
+		t.Fatal(out.Err)
+	}
+	if len(notes) != 1 || notes[0].Kind != "provider_request" || notes[0].Provider != "mock" || notes[0].Outcome != "ok" ||
+		notes[0].InputTokens != 3 || notes[0].OutputTokens != 3 {
+		t.Errorf("notes = %+v", notes)
+	}
 }

@@ -49,9 +49,20 @@ func (v *Verb) Run(ctx context.Context, job workflow.Job) (out workflow.Outcome)
 	if !ok || name == "" {
 		return workflow.Failed(fields.Invalid("tool", "`tool` must be a tool name, not %s", fields.KindOf(job.Fields["tool"])))
 	}
+	start := time.Now()
+	if job.Live != nil {
+		job.Live(workflow.LiveNote{Kind: "tool_call_started", Tool: name})
+	}
 	defer func() {
 		if r := recover(); r != nil {
 			out = workflow.Failed(spec.NewError(CodeFailed, fmt.Sprintf("%s panicked: %v", name, r), map[string]any{"tool": name}))
+		}
+		if job.Live != nil {
+			n := workflow.LiveNote{Kind: "tool_call_finished", Tool: name, IsError: out.Err != nil, Elapsed: time.Since(start)}
+			if out.Err != nil {
+				n.Code = out.Err.Code
+			}
+			job.Live(n)
 		}
 		f := map[string]any{"tool": name, "is_error": out.Err != nil}
 		if out.Err != nil && out.Err.Code != "" {

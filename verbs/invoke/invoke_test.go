@@ -163,3 +163,16 @@ func TestNilEmit(t *testing.T) {
 		t.Fatalf("error %v", out.Err)
 	}
 }
+
+// A tool call is reported to the live stream as started, then finished
+// with its code (D19).
+func TestLiveToolCall(t *testing.T) {
+	var kinds []string
+	j := workflow.Job{Verb: "invoke", Attempt: 1, Iteration: -1, Emit: func(string, map[string]any) {},
+		Fields: map[string]any{"tool": "nika:assert", "args": map[string]any{"condition": false}},
+		Live:   func(n workflow.LiveNote) { kinds = append(kinds, n.Kind+" "+n.Tool+" "+n.Code) }}
+	(&Verb{Builtins: tools.NewBuiltins()}).Run(context.Background(), j)
+	if strings.Join(kinds, "|") != "tool_call_started nika:assert |tool_call_finished nika:assert NIKA-BUILTIN-ASSERT-001" {
+		t.Errorf("live notes = %v", kinds)
+	}
+}
