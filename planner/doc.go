@@ -11,3 +11,20 @@
 // then declaration order), so the canonical stream is the same for any
 // parallelism.
 package planner
+
+// Decisions taken where the design documents are silent:
+//
+//   - A task is terminal for its dependents, and for recovers waiting on
+//     it, once it is settled: after its on_finally steps (§3.12 step 8).
+//     Its record is fixed before on_finally runs, which sees it.
+//   - A gate failure (a `when:` or `for_each` that cannot be evaluated) has
+//     attempt 0 in its error: no attempt ran.
+//   - Under a user cancellation, a for_each task whose iterations failed
+//     for real is `failure` with the lowest real error; only when every
+//     failure is the cancellation is it `cancelled` (with no output).
+//   - on_finally step failures are logged as `log` events at level warn,
+//     inside the task's events, before its terminal event.
+//   - A batch-capable verb (D5) receives, as one RunBatch call, the
+//     attempts a single step starts; the batch's context ends only when
+//     every job in it was cancelled or the run was.
+//   - The engine benchmarks and figures are in BENCHMARKS.md.
