@@ -10,9 +10,8 @@
 // (D1); only the release of events follows the canonical order (by wave,
 // then declaration order), so the canonical stream is the same for any
 // parallelism.
-package planner
-
-// Decisions taken where the design documents are silent:
+//
+// # Decisions taken where the design documents are silent
 //
 //   - A task is terminal for its dependents, and for recovers waiting on
 //     it, once it is settled: after its on_finally steps (§3.12 step 8).
@@ -28,3 +27,4 @@ package planner
 //     attempts a single step starts; the batch's context ends only when
 //     every job in it was cancelled or the run was.
 //   - The engine benchmarks and figures are in BENCHMARKS.md.
+package planner
