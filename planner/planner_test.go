@@ -412,7 +412,7 @@ func TestEagerStart(t *testing.T) {
 func TestUserCancel(t *testing.T) {
 	src := header + `tasks:
   - id: long
-    exec: { command: ["block"] }
+    exec: { command: ["cancel"] }
     on_finally:
       - exec: { command: ["log", "finally ran"] }
   - id: after
@@ -420,12 +420,13 @@ func TestUserCancel(t *testing.T) {
     when: true
     exec: { command: ["echo", "x"] }
 `
+	// `long` cancels the run itself once it is running (order, not timing),
+	// then blocks until the cancellation reaches it.
 	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
 	s := newScript()
-	done := make(chan run)
-	go func() { done <- execute(t, ctx, src, s, Config{}) }()
-	time.AfterFunc(20*time.Millisecond, cancel) // order, not timing: long blocks until cancelled
-	r := <-done
+	s.cancel = cancel
+	r := execute(t, ctx, src, s, Config{})
 	if l := r.task("long"); l.Status != "cancelled" || l.Error == nil || l.Error.Code != "NIKA-CANCEL-001" {
 		t.Errorf("long = %s %+v, want cancelled with NIKA-CANCEL-001", l.Status, l.Error)
 	}
