@@ -1,0 +1,316 @@
+// Package anthropic is the provider adapter for the Anthropic Messages wire (WIRES.md §2): one
+// non-streaming POST {base}/v1/messages per Exchange, the reply mapped to a neutral outcome. It holds no
+// policy (no retries, limiter or batching); the provider front end owns those.
+package anthropic
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+	"unicode"
+
+	"github.com/nikahq/nika/provider"
+)
+
+// Defaults of the wire.
+const (
+	DefaultBaseURL = "https://api.anthropic.com"
+	// DefaultVersion is the anthropic-version header sent when NIKA_ANTHROPIC_VERSION is unset (D28).
+	DefaultVersion = "2023-06-01"
+	// DefaultMaxTokens is sent when Request.MaxTokens is 0: the wire requires max_tokens on every
+	// request, and the model may stop earlier.
+	DefaultMaxTokens = 4096
+)
+
+// providerName is the provider prefix reported in failures.
+const providerName = "anthropic"
+
+// maxBody bounds the bytes read from a response (success or error).
+const maxBody = 64 << 20
+
+// Adapter speaks the Anthropic Messages wire. It is safe for concurrent use; the fields must not
+// change once Exchange is in use.
+type Adapter struct {
+	BaseURL string       // without the trailing /v1/messages; "" → DefaultBaseURL
+	Key     string       // sent as x-api-key; never in errors
+	Version string       // anthropic-version header; "" → DefaultVersion
+	Client  *http.Client // nil → http.DefaultClient
+
+	now func() time.Time // clock for HTTP-date Retry-After; nil → time.Now
+}
+
+var _ provider.Adapter = (*Adapter)(nil)
+
+// New builds an adapter from the environment seen through lookup: the key from NIKA_ANTHROPIC_API_KEY,
+// then ANTHROPIC_API_KEY; the base URL from NIKA_ANTHROPIC_BASE_URL, else DefaultBaseURL; the
+// anthropic-version from NIKA_ANTHROPIC_VERSION, else DefaultVersion (D28). A missing key is an error
+// naming the variable. client may be nil (http.DefaultClient).
+func New(lookup func(string) (string, bool), client *http.Client) (*Adapter, error) {
+	get := func(name string) string {
+		if lookup == nil {
+			return ""
+		}
+		v, ok := lookup(name)
+		if !ok {
+			return ""
+		}
+		return strings.TrimSpace(v)
+	}
+	key := get("NIKA_ANTHROPIC_API_KEY")
+	if key == "" {
+		key = get("ANTHROPIC_API_KEY")
+	}
+	if key == "" {
+		return nil, errors.New("anthropic: no API key: set NIKA_ANTHROPIC_API_KEY (or ANTHROPIC_API_KEY)")
+	}
+	base := get("NIKA_ANTHROPIC_BASE_URL")
+	if base == "" {
+		base = DefaultBaseURL
+	}
+	version := get("NIKA_ANTHROPIC_VERSION")
+	if version == "" {
+		version = DefaultVersion
+	}
+	return &Adapter{BaseURL: strings.TrimRight(base, "/"), Key: key, Version: version, Client: client}, nil
+}
+
+// Exchange sends req and maps the reply. It never panics on a bad reply and always returns exactly one
+// of Response and Err.
+//
+// Mapping (WIRES.md §2): the model name is the part after the first "/"; System becomes the top-level
+// system string; MaxTokens 0 sends DefaultMaxTokens; Temperature is omitted unless set; Schema becomes
+// output_config.format json_schema (native structured output, WIRES §2.4: the reply is a text block).
+// Consecutive messages of one role are merged into one wire turn and, in a user turn, tool_result
+// blocks come first in their transcript order, so the results of one model turn go back in a single
+// user message (WIRES §4.1). Empty or white-space text blocks are dropped (the wire rejects them).
+// Tool names go on the wire per D41 and are mapped back in the reply.
+func (a *Adapter) Exchange(ctx context.Context, req provider.Request) provider.Outcome {
+	fail := func(status int, reason, msg string, cause error) provider.Outcome {
+		return provider.Failed(provider.Failure{
+			Provider: providerName, Model: req.Model, Status: status, Reason: reason,
+			Message: a.mask(msg), Cause: cause,
+		})
+	}
+	names := toolNames(req.Tools)
+	body, err := buildRequest(req, names)
+	if err != nil {
+		return fail(0, provider.ReasonBadRequest, "anthropic: "+err.Error(), err)
+	}
+	base := a.BaseURL
+	if base == "" {
+		base = DefaultBaseURL
+	}
+	hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, strings.TrimRight(base, "/")+"/v1/messages", bytes.NewReader(body))
+	if err != nil {
+		return fail(0, provider.ReasonBadRequest, "anthropic: invalid base URL", nil)
+	}
+	version := a.Version
+	if version == "" {
+		version = DefaultVersion
+	}
+	hreq.Header.Set("content-type", "application/json")
+	hreq.Header.Set("accept", "application/json")
+	hreq.Header.Set("x-api-key", a.Key)
+	hreq.Header.Set("anthropic-version", version)
+	client := a.Client
+	if client == nil {
+		client = http.DefaultClient
+	}
+	resp, err := client.Do(hreq)
+	if err != nil {
+		reason := transportReason(ctx, err)
+		return fail(0, reason, "anthropic: request failed ("+reason+")", err)
+	}
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(io.LimitReader(resp.Body, maxBody))
+	if err != nil {
+		reason := transportReason(ctx, err)
+		return fail(resp.StatusCode, reason, fmt.Sprintf("anthropic: HTTP %d: reading the body failed (%s)", resp.StatusCode, reason), err)
+	}
+	retry := retryAfterMs(resp.Header, a.clock())
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		return a.failure(req.Model, resp.StatusCode, retry, raw)
+	}
+	var wr wireResponse
+	if err := json.Unmarshal(raw, &wr); err != nil {
+		return fail(resp.StatusCode, provider.ReasonServerError, "anthropic: malformed response body", err)
+	}
+	if wr.Type == "error" || (len(wr.Error) > 0 && string(wr.Error) != "null") {
+		// An error object in a 2xx body is an error (D46).
+		return a.failure(req.Model, resp.StatusCode, retry, raw)
+	}
+	r, err := decodeResponse(wr, names)
+	if err != nil {
+		return fail(resp.StatusCode, provider.ReasonServerError, "anthropic: "+err.Error(), err)
+	}
+	return provider.Outcome{Response: r}
+}
+
+func (a *Adapter) clock() time.Time {
+	if a.now != nil {
+		return a.now()
+	}
+	return time.Now()
+}
+
+// mask removes the key from a message (a server may echo it back).
+func (a *Adapter) mask(s string) string {
+	if a.Key != "" {
+		s = strings.ReplaceAll(s, a.Key, "***")
+	}
+	return s
+}
+
+func toolNames(tools []provider.ToolDef) *provider.Names {
+	c := make([]string, len(tools))
+	for i, t := range tools {
+		c[i] = t.Name
+	}
+	return provider.NewNames(c)
+}
+
+// transportReason classifies an error of the transport (no HTTP status, or a body cut short).
+func transportReason(ctx context.Context, err error) string {
+	switch {
+	case errors.Is(ctx.Err(), context.Canceled) || errors.Is(err, context.Canceled):
+		return provider.ReasonCancelled
+	case errors.Is(ctx.Err(), context.DeadlineExceeded) || errors.Is(err, context.DeadlineExceeded):
+		return provider.ReasonTimeout
+	}
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() {
+		return provider.ReasonTimeout
+	}
+	return provider.ReasonNetwork
+}
+
+// retryAfterMs reads the server's retry hint (WIRES §4.4): retry-after-ms (float milliseconds), then
+// Retry-After as float seconds or an HTTP date relative to now (negative → 0). 0 means none.
+func retryAfterMs(h http.Header, now time.Time) int64 {
+	if v := strings.TrimSpace(h.Get("Retry-After-Ms")); v != "" {
+		if f, err := strconv.ParseFloat(v, 64); err == nil && f >= 0 && !math.IsInf(f, 0) && !math.IsNaN(f) {
+			return int64(math.Ceil(min(f, math.MaxInt32)))
+		}
+	}
+	v := strings.TrimSpace(h.Get("Retry-After"))
+	if v == "" {
+		return 0
+	}
+	if f, err := strconv.ParseFloat(v, 64); err == nil {
+		if f < 0 || math.IsInf(f, 0) || math.IsNaN(f) {
+			return 0
+		}
+		return int64(math.Ceil(min(f*1000, math.MaxInt32)))
+	}
+	if t, err := http.ParseTime(v); err == nil {
+		d := t.Sub(now)
+		if d <= 0 {
+			return 0
+		}
+		return int64(math.Ceil(float64(d) / float64(time.Millisecond)))
+	}
+	return 0
+}
+
+// failure classifies an error reply by its body, then its status (D46, WIRES §2.5, §4.3).
+func (a *Adapter) failure(model string, status int, retry int64, raw []byte) provider.Outcome {
+	var eb struct {
+		Error *struct {
+			Type    string `json:"type"`
+			Message string `json:"message"`
+		} `json:"error"`
+		RequestID string `json:"request_id"`
+	}
+	var etype, emsg string
+	if json.Unmarshal(raw, &eb) == nil && eb.Error != nil {
+		etype, emsg = eb.Error.Type, eb.Error.Message
+	}
+	reason := classify(status, etype, emsg)
+	msg := fmt.Sprintf("anthropic: HTTP %d", status)
+	if etype != "" {
+		msg += " " + etype
+	}
+	if emsg != "" {
+		msg += ": " + oneLine(emsg, 300)
+	}
+	if eb.RequestID != "" {
+		msg += " (request " + oneLine(eb.RequestID, 100) + ")"
+	}
+	return provider.Failed(provider.Failure{
+		Provider: providerName, Model: model, Status: status, Reason: reason,
+		RetryAfterMs: retry, Message: a.mask(msg),
+	})
+}
+
+func classify(status int, etype, emsg string) string {
+	lower := strings.ToLower(emsg)
+	quota := strings.Contains(lower, "credit balance") || strings.Contains(lower, "billing") ||
+		strings.Contains(lower, "spend limit") || strings.Contains(lower, "usage limit") || strings.Contains(lower, "quota")
+	switch etype {
+	case "billing_error":
+		return provider.ReasonQuotaExceeded
+	case "rate_limit_error":
+		if quota {
+			return provider.ReasonQuotaExceeded
+		}
+		return provider.ReasonRateLimited
+	case "overloaded_error", "api_error":
+		return provider.ReasonServerError
+	case "timeout_error":
+		return provider.ReasonTimeout
+	case "authentication_error", "permission_error":
+		return provider.ReasonAuthFailed
+	case "not_found_error":
+		return provider.ReasonModelNotFound
+	case "invalid_request_error", "request_too_large":
+		if quota {
+			return provider.ReasonQuotaExceeded
+		}
+		if status < 500 {
+			return provider.ReasonBadRequest
+		}
+	}
+	switch {
+	case status == http.StatusTooManyRequests:
+		if quota {
+			return provider.ReasonQuotaExceeded
+		}
+		return provider.ReasonRateLimited
+	case status == http.StatusPaymentRequired:
+		return provider.ReasonQuotaExceeded
+	case status == http.StatusUnauthorized || status == http.StatusForbidden:
+		return provider.ReasonAuthFailed
+	case status == http.StatusNotFound:
+		return provider.ReasonModelNotFound
+	case status == http.StatusRequestTimeout || status == http.StatusGatewayTimeout:
+		return provider.ReasonTimeout
+	case status == http.StatusConflict || status >= 500:
+		return provider.ReasonServerError
+	case status >= 400:
+		return provider.ReasonBadRequest
+	}
+	// An error object in a 2xx body with an unknown type.
+	return provider.ReasonServerError
+}
+
+// oneLine collapses white space and cuts s to at most n bytes (on a rune boundary).
+func oneLine(s string, n int) string {
+	s = strings.Join(strings.FieldsFunc(s, unicode.IsSpace), " ")
+	if len(s) > n {
+		i := n
+		for i > 0 && (s[i]&0xC0) == 0x80 {
+			i--
+		}
+		s = s[:i] + "…"
+	}
+	return s
+}
