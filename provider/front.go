@@ -1,0 +1,317 @@
+package provider
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math"
+	"sync"
+	"time"
+
+	"github.com/nikahq/nika/spec"
+)
+
+// Defaults of FrontConfig (D28: a request is sent at most 5 times within 60 s).
+const (
+	DefaultInitialLimit = 8
+	DefaultMaxLimit     = 64
+	DefaultMaxSends     = 5
+	DefaultDeadline     = 60 * time.Second
+
+	backoffBase = 500 * time.Millisecond
+	backoffCap  = 8 * time.Second
+)
+
+// FrontConfig tunes a Front. A zero field takes its default.
+type FrontConfig struct {
+	InitialLimit int           // requests in flight at start; default 8
+	MaxLimit     int           // the limiter never grows past it; default 64
+	MaxSends     int           // sends per request, the first included; default 5
+	Deadline     time.Duration // no send starts later than this after a request's first send; default 60 s
+	// Sleep waits d or until ctx is done (then it returns ctx's error). Injectable for tests; the
+	// default uses a real timer.
+	Sleep func(ctx context.Context, d time.Duration) error
+}
+
+// Front turns an Adapter into a Provider and owns the policy the adapter must not have (STYLE.md
+// "provider", like *sql.DB over a driver.Conn): one adaptive concurrency limiter shared by every call
+// on this instance (AGENT.md §11.2), retries of transient failures honouring retry_after_ms, and
+// batch-first Complete. Build one Front per provider and share it; it is safe for concurrent use.
+//
+// The limiter is AIMD: a rate_limited answer halves the limit (at most once per congestion event,
+// never below 1); every `limit` consecutive successes raise it by 1, up to MaxLimit. Time spent
+// waiting in the limiter is not a retry (D28).
+type Front struct {
+	name    string
+	adapter Adapter
+	cfg     FrontConfig
+	lim     *limiter
+	now     func() time.Time // the clock of the Deadline; tests replace it
+}
+
+var _ Provider = (*Front)(nil)
+
+// NewFront returns the front end of provider name (e.g. "openai") over a.
+func NewFront(name string, a Adapter, cfg FrontConfig) *Front {
+	if cfg.InitialLimit <= 0 {
+		cfg.InitialLimit = DefaultInitialLimit
+	}
+	if cfg.MaxLimit <= 0 {
+		cfg.MaxLimit = DefaultMaxLimit
+	}
+	if cfg.InitialLimit > cfg.MaxLimit {
+		cfg.InitialLimit = cfg.MaxLimit
+	}
+	if cfg.MaxSends <= 0 {
+		cfg.MaxSends = DefaultMaxSends
+	}
+	if cfg.Deadline <= 0 {
+		cfg.Deadline = DefaultDeadline
+	}
+	if cfg.Sleep == nil {
+		cfg.Sleep = sleepTimer
+	}
+	return &Front{
+		name:    name,
+		adapter: a,
+		cfg:     cfg,
+		lim:     &limiter{limit: cfg.InitialLimit, max: cfg.MaxLimit},
+		now:     time.Now,
+	}
+}
+
+// Limit returns the limiter's current concurrency limit.
+func (f *Front) Limit() int {
+	f.lim.mu.Lock()
+	defer f.lim.mu.Unlock()
+	return f.lim.limit
+}
+
+// Complete answers every request: len(out) == len(reqs), out[i] answers reqs[i]. Requests run
+// concurrently under the shared limiter; every goroutine started here has ended when it returns. A
+// cancelled ctx yields reason "cancelled" for every request not yet answered, without sending it.
+func (f *Front) Complete(ctx context.Context, reqs []Request) []Outcome {
+	out := make([]Outcome, len(reqs))
+	if len(reqs) == 1 {
+		out[0] = f.one(ctx, &reqs[0])
+		return out
+	}
+	var wg sync.WaitGroup
+	for i := range reqs {
+		wg.Go(func() { out[i] = f.one(ctx, &reqs[i]) })
+	}
+	wg.Wait()
+	return out
+}
+
+// one runs a request to its final outcome: sends, limiter waits and back-off.
+func (f *Front) one(ctx context.Context, req *Request) (o Outcome) {
+	defer func() {
+		if r := recover(); r != nil { // a defect of the front end itself; never reach the caller
+			o = f.internal(req, fmt.Sprintf("provider %s: internal failure: %v", f.name, r))
+		}
+	}()
+	var first time.Time
+	for n := 1; ; n++ {
+		if err := ctx.Err(); err != nil {
+			return f.cancelled(ctx, req)
+		}
+		tok, err := f.lim.acquire(ctx)
+		if err != nil {
+			return f.cancelled(ctx, req)
+		}
+		if n == 1 {
+			first = f.now()
+		}
+		o = f.exchange(ctx, req)
+		reason := ""
+		if o.Err != nil {
+			reason = ReasonOf(o.Err)
+		}
+		f.lim.release(tok, o.Err == nil, reason == ReasonRateLimited)
+
+		if o.Err == nil {
+			return o
+		}
+		if ctx.Err() != nil {
+			return f.cancelled(ctx, req)
+		}
+		if !Transient(reason) {
+			return o
+		}
+		o.Err.Transient = true
+		if n >= f.cfg.MaxSends {
+			return o
+		}
+		wait, hinted := retryAfter(o.Err)
+		if !hinted {
+			wait = backoff(n)
+		}
+		if f.now().Add(wait).Sub(first) > f.cfg.Deadline {
+			return o // the next send would start past the budget (WIRES.md §4.4)
+		}
+		if err := f.cfg.Sleep(ctx, wait); err != nil || ctx.Err() != nil {
+			return f.cancelled(ctx, req)
+		}
+	}
+}
+
+// exchange makes one send, turning an adapter panic or a malformed outcome into a failed outcome.
+func (f *Front) exchange(ctx context.Context, req *Request) (o Outcome) {
+	defer func() {
+		if r := recover(); r != nil {
+			o = f.internal(req, fmt.Sprintf("provider %s: adapter panic: %v", f.name, r))
+		}
+	}()
+	o = f.adapter.Exchange(ctx, *req)
+	switch {
+	case o.Err != nil:
+		o.Response = nil
+	case o.Response == nil:
+		o = f.internal(req, fmt.Sprintf("provider %s: adapter returned neither a response nor an error", f.name))
+	}
+	return o
+}
+
+func (f *Front) cancelled(ctx context.Context, req *Request) Outcome {
+	return Failed(Failure{Provider: f.name, Model: req.Model, Reason: ReasonCancelled,
+		Message: "request cancelled before the provider answered", Cause: context.Cause(ctx)})
+}
+
+// internal is the outcome of a defect: a code-less internal_error, never retried.
+func (f *Front) internal(req *Request, msg string) Outcome {
+	return Outcome{Err: &spec.Error{Category: "internal_error", Message: msg,
+		Details: map[string]any{"provider": f.name, "model": req.Model}}}
+}
+
+// backoff is the wait after the n-th failed send without a server hint: 500 ms doubling, capped at 8 s.
+func backoff(n int) time.Duration {
+	if n > 5 {
+		return backoffCap
+	}
+	return min(backoffBase<<(n-1), backoffCap)
+}
+
+// retryAfter reads details.retry_after_ms of a NIKA-INFER-001 error.
+func retryAfter(e *spec.Error) (time.Duration, bool) {
+	if e == nil || e.Details == nil {
+		return 0, false
+	}
+	var ms float64
+	switch v := e.Details["retry_after_ms"].(type) {
+	case int64:
+		ms = float64(v)
+	case int:
+		ms = float64(v)
+	case int32:
+		ms = float64(v)
+	case float64:
+		ms = v
+	case json.Number:
+		x, err := v.Float64()
+		if err != nil {
+			return 0, false
+		}
+		ms = x
+	default:
+		return 0, false
+	}
+	if math.IsNaN(ms) || ms < 0 {
+		return 0, false
+	}
+	if ms > float64(math.MaxInt64/int64(time.Millisecond)) {
+		return time.Duration(math.MaxInt64), true
+	}
+	return time.Duration(ms * float64(time.Millisecond)), true
+}
+
+func sleepTimer(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return ctx.Err()
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
+// limiter is an AIMD cap on requests in flight that serves waiters in arrival order.
+type limiter struct {
+	mu       sync.Mutex
+	limit    int
+	max      int
+	inflight int
+	streak   int           // consecutive successes since the last change of limit
+	epoch    uint64        // bumped on every decrease; a 429 of an older epoch does not decrease again
+	waiters  []chan ticket // FIFO; a waiter is granted by a send on its (buffered) channel
+}
+
+// ticket is a granted slot; epoch is the limiter's epoch when it was granted.
+type ticket struct{ epoch uint64 }
+
+func (l *limiter) acquire(ctx context.Context) (ticket, error) {
+	l.mu.Lock()
+	if len(l.waiters) == 0 && l.inflight < l.limit {
+		l.inflight++
+		t := ticket{l.epoch}
+		l.mu.Unlock()
+		return t, nil
+	}
+	ch := make(chan ticket, 1)
+	l.waiters = append(l.waiters, ch)
+	l.mu.Unlock()
+
+	select {
+	case t := <-ch:
+		if err := ctx.Err(); err != nil {
+			l.release(t, false, false)
+			return ticket{}, err
+		}
+		return t, nil
+	case <-ctx.Done():
+		l.mu.Lock()
+		for i, w := range l.waiters {
+			if w == ch {
+				l.waiters = append(l.waiters[:i], l.waiters[i+1:]...)
+				l.mu.Unlock()
+				return ticket{}, ctx.Err()
+			}
+		}
+		l.mu.Unlock()
+		// Granted while giving up: hand the slot back.
+		l.release(<-ch, false, false)
+		return ticket{}, ctx.Err()
+	}
+}
+
+// release returns a slot. ok: the send succeeded; limited: it was answered rate_limited.
+func (l *limiter) release(t ticket, ok, limited bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.inflight--
+	switch {
+	case limited:
+		if t.epoch == l.epoch {
+			l.limit = max(1, l.limit/2)
+			l.epoch++
+		}
+		l.streak = 0
+	case ok:
+		l.streak++
+		if l.streak >= l.limit && l.limit < l.max {
+			l.limit++
+			l.streak = 0
+		}
+	}
+	for len(l.waiters) > 0 && l.inflight < l.limit {
+		ch := l.waiters[0]
+		l.waiters[0] = nil
+		l.waiters = l.waiters[1:]
+		l.inflight++
+		ch <- ticket{l.epoch}
+	}
+}
