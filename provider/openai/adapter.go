@@ -1,0 +1,357 @@
+package openai
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/nikahq/nika/provider"
+)
+
+// maxBody bounds the bytes read from one response.
+const maxBody = 32 << 20
+
+// Adapter speaks Chat Completions to one provider (provider.Adapter). It holds no policy: no retries,
+// no limiter. It is safe for concurrent use.
+type Adapter struct {
+	Profile Profile
+	BaseURL string // without a trailing "/"
+	Key     string // "" → no Authorization header
+	Client  *http.Client
+
+	now func() time.Time // clock for Retry-After HTTP-dates; nil → time.Now
+}
+
+var _ provider.Adapter = (*Adapter)(nil)
+
+// New builds the adapter of p. The key is the first non-empty value of p.KeyVars, the base URL the
+// first non-empty value of p.BaseURLVars, else p.BaseURL. lookup reads the environment (os.LookupEnv
+// in production). A required key that is missing is an error naming the variable; a key never
+// appears in an error. A nil client is http.DefaultClient.
+func New(p Profile, lookup func(string) (string, bool), client *http.Client) (*Adapter, error) {
+	if lookup == nil {
+		lookup = func(string) (string, bool) { return "", false }
+	}
+	a := &Adapter{Profile: p, BaseURL: p.BaseURL, Client: client}
+	for _, v := range p.KeyVars {
+		if s, ok := lookup(v); ok && strings.TrimSpace(s) != "" {
+			a.Key = strings.TrimSpace(s)
+			break
+		}
+	}
+	for _, v := range p.BaseURLVars {
+		if s, ok := lookup(v); ok && strings.TrimSpace(s) != "" {
+			a.BaseURL = strings.TrimSpace(s)
+			break
+		}
+	}
+	a.BaseURL = strings.TrimRight(a.BaseURL, "/")
+	if a.Key == "" && p.KeyRequired {
+		name := "NIKA_" + strings.ToUpper(p.Name) + "_API_KEY"
+		if len(p.KeyVars) > 0 {
+			name = strings.Join(p.KeyVars, " or ")
+		}
+		return nil, fmt.Errorf("provider %s: no API key: set %s", p.Name, name)
+	}
+	if a.BaseURL == "" {
+		return nil, fmt.Errorf("provider %s: no base URL: set %s", p.Name, strings.Join(p.BaseURLVars, " or "))
+	}
+	if a.Client == nil {
+		a.Client = http.DefaultClient
+	}
+	return a, nil
+}
+
+// SupportsSchema reports whether Request.Schema is sent as a native json_schema response format
+// (provider.NativeSchema).
+func (a *Adapter) SupportsSchema(string) bool { return !a.Profile.JSONObjectOnly }
+
+// Exchange sends one request and maps the answer (provider.Adapter).
+func (a *Adapter) Exchange(ctx context.Context, req provider.Request) provider.Outcome {
+	fail := func(status int, reason, msg string, cause error) provider.Outcome {
+		return provider.Failed(provider.Failure{Provider: a.Profile.Name, Model: req.Model, Status: status,
+			Reason: reason, Message: a.mask(msg), Cause: cause})
+	}
+	names := provider.NewNames(toolNames(req.Tools))
+	body, err := a.encode(req, names)
+	if err != nil {
+		return fail(0, provider.ReasonBadRequest, "cannot encode the request: "+err.Error(), err)
+	}
+	hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, a.BaseURL+"/chat/completions", bytes.NewReader(body))
+	if err != nil {
+		return fail(0, provider.ReasonBadRequest, "cannot build the request: "+err.Error(), err)
+	}
+	hreq.Header.Set("Content-Type", "application/json")
+	hreq.Header.Set("Accept", "application/json")
+	if a.Key != "" {
+		hreq.Header.Set("Authorization", "Bearer "+a.Key)
+	}
+	resp, err := a.Client.Do(hreq)
+	if err != nil {
+		return a.transportFailure(ctx, req.Model, 0, err)
+	}
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(io.LimitReader(resp.Body, maxBody))
+	if err != nil {
+		return a.transportFailure(ctx, req.Model, resp.StatusCode, err)
+	}
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		return a.httpFailure(req.Model, resp.StatusCode, resp.Header, raw)
+	}
+	return a.decode(req.Model, resp.StatusCode, resp.Header, raw, names)
+}
+
+// transportFailure classifies an error from sending or reading: the context first (deadline →
+// timeout, cancellation → cancelled), then client timeouts, else network (this includes a body cut
+// mid-way: WIRES.md §4.3 "EOF before a full body").
+func (a *Adapter) transportFailure(ctx context.Context, model string, status int, err error) provider.Outcome {
+	reason := provider.ReasonNetwork
+	var ne net.Error
+	switch {
+	case errors.Is(ctx.Err(), context.Canceled):
+		reason = provider.ReasonCancelled
+	case errors.Is(ctx.Err(), context.DeadlineExceeded), errors.Is(err, context.DeadlineExceeded):
+		reason = provider.ReasonTimeout
+	case errors.Is(err, context.Canceled):
+		reason = provider.ReasonCancelled
+	case errors.As(err, &ne) && ne.Timeout():
+		reason = provider.ReasonTimeout
+	}
+	msg := fmt.Sprintf("%s: request failed (%s)", a.Profile.Name, reason)
+	if status != 0 {
+		msg = fmt.Sprintf("%s: HTTP %d: reading the response failed (%s)", a.Profile.Name, status, reason)
+	}
+	return provider.Failed(provider.Failure{Provider: a.Profile.Name, Model: model, Status: status,
+		Reason: reason, Message: a.mask(msg + ": " + oneLine(err.Error())), Cause: err})
+}
+
+// mask removes the key from a message (servers sometimes quote it).
+func (a *Adapter) mask(s string) string {
+	if a.Key != "" {
+		s = strings.ReplaceAll(s, a.Key, "***")
+	}
+	return s
+}
+
+func (a *Adapter) clock() time.Time {
+	if a.now != nil {
+		return a.now()
+	}
+	return time.Now()
+}
+
+func toolNames(tools []provider.ToolDef) []string {
+	out := make([]string, len(tools))
+	for i, t := range tools {
+		out[i] = t.Name
+	}
+	return out
+}
+
+// ---- request ----
+
+type wireRequest struct {
+	Model             string          `json:"model"`
+	Messages          []wireMessage   `json:"messages"`
+	Tools             []wireTool      `json:"tools,omitempty"`
+	ParallelToolCalls *bool           `json:"parallel_tool_calls,omitempty"`
+	ResponseFormat    *responseFormat `json:"response_format,omitempty"`
+	Temperature       *float64        `json:"temperature,omitempty"`
+	MaxTokens         int             `json:"max_tokens,omitempty"`
+	MaxCompletion     int             `json:"max_completion_tokens,omitempty"`
+}
+
+type wireMessage struct {
+	Role             string         `json:"role"`
+	Content          *string        `json:"content"` // null only on an assistant turn with calls only
+	ReasoningContent *string        `json:"reasoning_content,omitempty"`
+	ToolCalls        []wireToolCall `json:"tool_calls,omitempty"`
+	ToolCallID       string         `json:"tool_call_id,omitempty"`
+}
+
+type wireToolCall struct {
+	ID       string       `json:"id"`
+	Type     string       `json:"type"`
+	Function wireFunction `json:"function"`
+}
+
+type wireFunction struct {
+	Name      string `json:"name"`
+	Arguments string `json:"arguments"`
+}
+
+type wireTool struct {
+	Type     string      `json:"type"`
+	Function wireFuncDef `json:"function"`
+}
+
+type wireFuncDef struct {
+	Name        string          `json:"name"`
+	Description string          `json:"description,omitempty"`
+	Parameters  json.RawMessage `json:"parameters,omitempty"`
+}
+
+type responseFormat struct {
+	Type       string      `json:"type"`
+	JSONSchema *jsonSchema `json:"json_schema,omitempty"`
+}
+
+type jsonSchema struct {
+	Name   string `json:"name"`
+	Strict *bool  `json:"strict,omitempty"`
+	Schema any    `json:"schema"`
+}
+
+func ptr[T any](v T) *T { return &v }
+
+func (a *Adapter) encode(req provider.Request, names *provider.Names) ([]byte, error) {
+	_, model, _ := strings.Cut(req.Model, "/")
+	w := wireRequest{Model: model, Messages: []wireMessage{}, Temperature: req.Temperature}
+	if req.System != "" {
+		w.Messages = append(w.Messages, wireMessage{Role: "system", Content: ptr(req.System)})
+	}
+	for _, m := range req.Messages {
+		msgs, err := a.encodeMessage(m, names)
+		if err != nil {
+			return nil, err
+		}
+		w.Messages = append(w.Messages, msgs...)
+	}
+	for _, t := range req.Tools {
+		fd := wireFuncDef{Name: names.Wire(t.Name), Description: t.Description}
+		if len(bytes.TrimSpace(t.Parameters)) > 0 {
+			var buf bytes.Buffer
+			if err := json.Compact(&buf, t.Parameters); err != nil {
+				return nil, fmt.Errorf("tool %s: parameters: %w", t.Name, err)
+			}
+			fd.Parameters = buf.Bytes()
+		}
+		w.Tools = append(w.Tools, wireTool{Type: "function", Function: fd})
+	}
+	if len(w.Tools) > 0 && a.Profile.ParallelToolCalls {
+		w.ParallelToolCalls = ptr(true)
+	}
+	if req.Schema != nil {
+		if a.Profile.JSONObjectOnly {
+			w.ResponseFormat = &responseFormat{Type: "json_object"}
+		} else {
+			js := &jsonSchema{Name: "output", Schema: req.Schema}
+			if !a.Profile.NoStrictSchema {
+				js.Strict = ptr(true)
+			}
+			w.ResponseFormat = &responseFormat{Type: "json_schema", JSONSchema: js}
+		}
+	}
+	if req.MaxTokens > 0 {
+		if a.Profile.MaxTokensField == maxCompletionTokens {
+			w.MaxCompletion = req.MaxTokens
+		} else {
+			w.MaxTokens = req.MaxTokens
+		}
+	}
+	return json.Marshal(w)
+}
+
+// encodeMessage maps one neutral message. A user message's tool results become one "tool" message
+// each, in block order, before any user text (the wire wants them right after the assistant turn).
+func (a *Adapter) encodeMessage(m provider.Message, names *provider.Names) ([]wireMessage, error) {
+	text := provider.Text(m)
+	hasText := false
+	for _, b := range m.Blocks {
+		if b.Type == provider.BlockText {
+			hasText = true
+		}
+	}
+	var out []wireMessage
+	switch m.Role {
+	case provider.RoleAssistant:
+		wm := wireMessage{Role: "assistant"}
+		for _, b := range m.Blocks {
+			if b.Type != provider.BlockToolUse {
+				continue
+			}
+			args := "{}"
+			if in := bytes.TrimSpace(b.Input); len(in) > 0 {
+				var buf bytes.Buffer
+				if err := json.Compact(&buf, in); err != nil {
+					return nil, fmt.Errorf("tool call %s: input: %w", b.ID, err)
+				}
+				args = buf.String()
+			}
+			wm.ToolCalls = append(wm.ToolCalls, wireToolCall{ID: a.wireID(b.ID), Type: "function",
+				Function: wireFunction{Name: names.Wire(b.Name), Arguments: args}})
+		}
+		if hasText || len(wm.ToolCalls) == 0 {
+			wm.Content = ptr(text)
+		}
+		if a.Profile.ReplayReasoning {
+			if rc, ok := reasoningOf(m.ProviderData); ok {
+				wm.ReasoningContent = &rc
+			}
+		}
+		out = append(out, wm)
+	default: // user
+		for _, b := range m.Blocks {
+			if b.Type == provider.BlockToolResult {
+				out = append(out, wireMessage{Role: "tool", ToolCallID: a.wireID(b.ToolUseID), Content: ptr(b.Content)})
+			}
+		}
+		if hasText || len(out) == 0 {
+			out = append(out, wireMessage{Role: "user", Content: ptr(text)})
+		}
+	}
+	return out, nil
+}
+
+// wireID maps a tool-call id for profiles with id constraints (Mistral: exactly 9 [a-zA-Z0-9]). A
+// conforming id passes unchanged (Mistral's own ids); another is replaced by a deterministic hash, so
+// a call and its result always agree without a table.
+func (a *Adapter) wireID(id string) string {
+	if !a.Profile.IDs9 || valid9(id) {
+		return id
+	}
+	const alnum = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
+	sum := sha256.Sum256([]byte(id))
+	b := make([]byte, 9)
+	for i := range b {
+		b[i] = alnum[int(sum[i])%len(alnum)]
+	}
+	return string(b)
+}
+
+func valid9(id string) bool {
+	if len(id) != 9 {
+		return false
+	}
+	for i := 0; i < len(id); i++ {
+		c := id[i]
+		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z') {
+			return false
+		}
+	}
+	return true
+}
+
+// ProviderData of an assistant message on this wire: {"reasoning_content": "<text>"} (D44).
+type providerData struct {
+	ReasoningContent *string `json:"reasoning_content,omitempty"`
+}
+
+func reasoningOf(raw json.RawMessage) (string, bool) {
+	if len(raw) == 0 {
+		return "", false
+	}
+	var pd providerData
+	if json.Unmarshal(raw, &pd) != nil || pd.ReasoningContent == nil {
+		return "", false
+	}
+	return *pd.ReasoningContent, true
+}

@@ -1,0 +1,85 @@
+// Package openai is the OpenAI-compatible Chat Completions wire (WIRES.md §1): one Adapter speaks to
+// OpenAI and to every compatible server (Ollama, LM Studio, llama.cpp, LocalAI, vLLM, Mistral,
+// OpenRouter, Groq, DeepSeek, xAI). Server differences are data in a Profile, not types.
+package openai
+
+// Profile describes one OpenAI-compatible provider: its defaults and its quirks, as data.
+type Profile struct {
+	Name    string // provider name, the prefix of a model id ("openai", "ollama", …)
+	BaseURL string // default base URL, version segment included (WIRES.md §1)
+
+	// KeyVars are the environment variables holding the API key, in precedence order:
+	// NIKA_<P>_API_KEY first, then the conventional one (LANGUAGE.md §6.1).
+	KeyVars []string
+	// BaseURLVars override BaseURL, in precedence order (NIKA_<P>_BASE_URL first).
+	BaseURLVars []string
+	// KeyRequired: a cloud provider; New fails when no KeyVars variable is set.
+	KeyRequired bool
+
+	// MaxTokensField is the request field carrying Request.MaxTokens: "max_completion_tokens" (OpenAI)
+	// or "max_tokens" (most compatible servers, WIRES.md §1.7).
+	MaxTokensField string
+	// NoStrictSchema omits "strict": true from response_format.json_schema.
+	NoStrictSchema bool
+	// JSONObjectOnly: the server knows response_format json_object but not json_schema (DeepSeek);
+	// a Request.Schema is then sent as {"type":"json_object"} and SupportsSchema reports false.
+	JSONObjectOnly bool
+	// IDs9: tool-call ids must be exactly 9 characters [a-zA-Z0-9] (Mistral, D44); other ids are
+	// mapped deterministically on the way out.
+	IDs9 bool
+	// ReplayReasoning: replay an assistant message's reasoning_content (DeepSeek thinking mode, D44).
+	// Other servers never get it back (Mistral answers 422).
+	ReplayReasoning bool
+	// ParallelToolCalls sends "parallel_tool_calls": true when tools are offered (llama.cpp turns
+	// parallel calls off by default).
+	ParallelToolCalls bool
+}
+
+const (
+	maxTokens           = "max_tokens"
+	maxCompletionTokens = "max_completion_tokens"
+)
+
+func vars(p string, conventional ...string) []string {
+	return append([]string{"NIKA_" + p + "_API_KEY"}, conventional...)
+}
+
+func baseVars(p string, conventional ...string) []string {
+	return append([]string{"NIKA_" + p + "_BASE_URL"}, conventional...)
+}
+
+// Profiles is the table of OpenAI-compatible providers (LANGUAGE.md §6.2, WIRES.md §1.7, D28).
+var Profiles = []Profile{
+	{Name: "openai", BaseURL: "https://api.openai.com/v1", KeyVars: vars("OPENAI", "OPENAI_API_KEY"),
+		BaseURLVars: baseVars("OPENAI", "OPENAI_BASE_URL"), KeyRequired: true, MaxTokensField: maxCompletionTokens},
+	{Name: "ollama", BaseURL: "http://localhost:11434/v1", KeyVars: vars("OLLAMA"),
+		BaseURLVars: baseVars("OLLAMA"), MaxTokensField: maxTokens},
+	{Name: "lmstudio", BaseURL: "http://localhost:1234/v1", KeyVars: vars("LMSTUDIO"),
+		BaseURLVars: baseVars("LMSTUDIO"), MaxTokensField: maxTokens},
+	{Name: "llamacpp", BaseURL: "http://localhost:8080/v1", KeyVars: vars("LLAMACPP"),
+		BaseURLVars: baseVars("LLAMACPP"), MaxTokensField: maxTokens, ParallelToolCalls: true},
+	{Name: "localai", BaseURL: "http://localhost:8080/v1", KeyVars: vars("LOCALAI", "LOCALAI_API_KEY"),
+		BaseURLVars: baseVars("LOCALAI"), MaxTokensField: maxTokens},
+	{Name: "vllm", BaseURL: "http://localhost:8000/v1", KeyVars: vars("VLLM", "VLLM_API_KEY"),
+		BaseURLVars: baseVars("VLLM"), MaxTokensField: maxTokens},
+	{Name: "mistral", BaseURL: "https://api.mistral.ai/v1", KeyVars: vars("MISTRAL", "MISTRAL_API_KEY"),
+		BaseURLVars: baseVars("MISTRAL"), KeyRequired: true, MaxTokensField: maxTokens, NoStrictSchema: true, IDs9: true},
+	{Name: "openrouter", BaseURL: "https://openrouter.ai/api/v1", KeyVars: vars("OPENROUTER", "OPENROUTER_API_KEY"),
+		BaseURLVars: baseVars("OPENROUTER"), KeyRequired: true, MaxTokensField: maxTokens},
+	{Name: "groq", BaseURL: "https://api.groq.com/openai/v1", KeyVars: vars("GROQ", "GROQ_API_KEY"),
+		BaseURLVars: baseVars("GROQ"), KeyRequired: true, MaxTokensField: maxTokens},
+	{Name: "deepseek", BaseURL: "https://api.deepseek.com", KeyVars: vars("DEEPSEEK", "DEEPSEEK_API_KEY"),
+		BaseURLVars: baseVars("DEEPSEEK"), KeyRequired: true, MaxTokensField: maxTokens, JSONObjectOnly: true, ReplayReasoning: true},
+	{Name: "xai", BaseURL: "https://api.x.ai/v1", KeyVars: vars("XAI", "XAI_API_KEY"),
+		BaseURLVars: baseVars("XAI"), KeyRequired: true, MaxTokensField: maxTokens},
+}
+
+// Lookup returns the profile named name.
+func Lookup(name string) (Profile, bool) {
+	for _, p := range Profiles {
+		if p.Name == name {
+			return p, true
+		}
+	}
+	return Profile{}, false
+}
