@@ -19,7 +19,6 @@ import (
 
 	"github.com/nikahq/nika/event"
 	"github.com/nikahq/nika/planner"
-	"github.com/nikahq/nika/provider"
 	"github.com/nikahq/nika/spec"
 	"github.com/nikahq/nika/spec/canon"
 	"github.com/nikahq/nika/tools"
@@ -140,7 +139,8 @@ func runWith(args []string, stdout, stderr io.Writer, env runEnv) int {
 		return exitEnv
 	}
 	mask := workflow.NewMasker(secrets)
-	if msg := missingKey(w, env.lookup); msg != "" {
+	providers, msg := buildProviders(w, env.lookup)
+	if msg != "" {
 		fmt.Fprintf(stderr, "nika run: %s\n", mask(msg))
 		return exitEnv
 	}
@@ -190,8 +190,6 @@ func runWith(args []string, stdout, stderr io.Writer, env runEnv) int {
 	}
 
 	// 3. Execute.
-	providers := provider.NewRegistry()
-	providers.Register("mock", provider.NewMock())
 	verbs := map[string]planner.Verb{
 		"exec":   &exec.Verb{Depth: depth},
 		"infer":  &infer.Verb{Providers: providers},
