@@ -1,0 +1,356 @@
+// Package gemini is the provider adapter for the Gemini generateContent wire (WIRES.md §3): one
+// non-streaming POST {base}/v1beta/models/{name}:generateContent per Exchange, the reply mapped to a
+// neutral outcome. It holds no policy (no retries, limiter or batching); the provider front end owns
+// those.
+package gemini
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"net"
+	"net/http"
+	"net/url"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+	"unicode"
+
+	"github.com/nikahq/nika/provider"
+)
+
+// DefaultBaseURL is the base URL used when NIKA_GEMINI_BASE_URL is unset.
+const DefaultBaseURL = "https://generativelanguage.googleapis.com"
+
+// providerName is the provider prefix reported in failures.
+const providerName = "gemini"
+
+// maxBody bounds the bytes read from a response (success or error).
+const maxBody = 64 << 20
+
+// Adapter speaks the Gemini generateContent wire. It is safe for concurrent use; the fields must not
+// change once Exchange is in use.
+type Adapter struct {
+	BaseURL string       // without /v1beta/...; "" → DefaultBaseURL
+	Key     string       // sent as x-goog-api-key (D28); never in errors
+	Client  *http.Client // nil → http.DefaultClient
+
+	now func() time.Time // clock for HTTP-date Retry-After; nil → time.Now
+}
+
+var _ provider.Adapter = (*Adapter)(nil)
+
+// New builds an adapter from the environment seen through lookup: the key from NIKA_GEMINI_API_KEY,
+// then GEMINI_API_KEY, then GOOGLE_API_KEY; the base URL from NIKA_GEMINI_BASE_URL, else
+// DefaultBaseURL (D28). A missing key is an error naming the variables. client may be nil
+// (http.DefaultClient).
+func New(lookup func(string) (string, bool), client *http.Client) (*Adapter, error) {
+	get := func(name string) string {
+		if lookup == nil {
+			return ""
+		}
+		v, ok := lookup(name)
+		if !ok {
+			return ""
+		}
+		return strings.TrimSpace(v)
+	}
+	var key string
+	for _, name := range []string{"NIKA_GEMINI_API_KEY", "GEMINI_API_KEY", "GOOGLE_API_KEY"} {
+		if key = get(name); key != "" {
+			break
+		}
+	}
+	if key == "" {
+		return nil, errors.New("gemini: no API key: set NIKA_GEMINI_API_KEY (or GEMINI_API_KEY, or GOOGLE_API_KEY)")
+	}
+	base := get("NIKA_GEMINI_BASE_URL")
+	if base == "" {
+		base = DefaultBaseURL
+	}
+	return &Adapter{BaseURL: strings.TrimRight(base, "/"), Key: key, Client: client}, nil
+}
+
+// SupportsSchema reports that Request.Schema is sent natively (responseJsonSchema).
+func (a *Adapter) SupportsSchema(string) bool { return true }
+
+// Exchange sends req and maps the reply. It never panics on a bad reply and always returns exactly one
+// of Response and Err.
+//
+// Mapping (WIRES.md §3): the model name is the part after the first "/"; System becomes
+// systemInstruction; user → "user", assistant → "model", consecutive messages of one role form one
+// wire turn; tool_use → functionCall (wire name per D41/D45; id only when Gemini gave one, §3.2),
+// tool_result → functionResponse {name, id?, response: {output|error}}, placed first in their user
+// turn in the order of the calls they answer (§4.1); thoughtSignature replayed from Block.ProviderData
+// (D44); tools → functionDeclarations with parametersJsonSchema (D45); Temperature, MaxTokens and
+// Schema → generationConfig.
+func (a *Adapter) Exchange(ctx context.Context, req provider.Request) provider.Outcome {
+	fail := func(status int, reason, msg string, cause error) provider.Outcome {
+		return provider.Failed(provider.Failure{
+			Provider: providerName, Model: req.Model, Status: status, Reason: reason,
+			Message: a.mask(msg), Cause: cause,
+		})
+	}
+	names := newNames(req.Tools)
+	model, body, err := buildRequest(req, names)
+	if err != nil {
+		return fail(0, provider.ReasonBadRequest, "gemini: "+err.Error(), err)
+	}
+	base := a.BaseURL
+	if base == "" {
+		base = DefaultBaseURL
+	}
+	endpoint := strings.TrimRight(base, "/") + "/v1beta/models/" + url.PathEscape(model) + ":generateContent"
+	hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, endpoint, bytes.NewReader(body))
+	if err != nil {
+		return fail(0, provider.ReasonBadRequest, "gemini: invalid base URL", nil)
+	}
+	hreq.Header.Set("Content-Type", "application/json")
+	hreq.Header.Set("Accept", "application/json")
+	hreq.Header.Set("x-goog-api-key", a.Key)
+	client := a.Client
+	if client == nil {
+		client = http.DefaultClient
+	}
+	resp, err := client.Do(hreq)
+	if err != nil {
+		reason := transportReason(ctx, err)
+		// The URL holds no key (header auth), but mask anyway.
+		return fail(0, reason, "gemini: request failed ("+reason+")", err)
+	}
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(io.LimitReader(resp.Body, maxBody))
+	if err != nil {
+		reason := transportReason(ctx, err)
+		return fail(resp.StatusCode, reason, fmt.Sprintf("gemini: HTTP %d: reading the body failed (%s)", resp.StatusCode, reason), err)
+	}
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		return a.failure(req.Model, resp.StatusCode, resp.Header, raw)
+	}
+	var wr wireResponse
+	if err := json.Unmarshal(raw, &wr); err != nil {
+		return fail(resp.StatusCode, provider.ReasonServerError, "gemini: malformed response body", err)
+	}
+	if wr.Error != nil {
+		return a.failure(req.Model, resp.StatusCode, resp.Header, raw)
+	}
+	r, f := decodeResponse(wr, names, len(req.Messages))
+	if f != nil {
+		f.Provider, f.Model, f.Status, f.Message = providerName, req.Model, resp.StatusCode, a.mask(f.Message)
+		return provider.Failed(*f)
+	}
+	return provider.Outcome{Response: r}
+}
+
+func (a *Adapter) clock() time.Time {
+	if a.now != nil {
+		return a.now()
+	}
+	return time.Now()
+}
+
+// mask removes the key from a message (a server may echo it back).
+func (a *Adapter) mask(s string) string {
+	if a.Key != "" {
+		s = strings.ReplaceAll(s, a.Key, "***")
+	}
+	return s
+}
+
+// transportReason classifies an error of the transport (no HTTP status, or a body cut short).
+func transportReason(ctx context.Context, err error) string {
+	switch {
+	case errors.Is(ctx.Err(), context.Canceled) || errors.Is(err, context.Canceled):
+		return provider.ReasonCancelled
+	case errors.Is(ctx.Err(), context.DeadlineExceeded) || errors.Is(err, context.DeadlineExceeded):
+		return provider.ReasonTimeout
+	}
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() {
+		return provider.ReasonTimeout
+	}
+	return provider.ReasonNetwork
+}
+
+// wireError is the body of an error reply (WIRES §3.4).
+type wireError struct {
+	Code    int    `json:"code"`
+	Message string `json:"message"`
+	Status  string `json:"status"`
+	Details []struct {
+		Type       string `json:"@type"`
+		Reason     string `json:"reason"`
+		RetryDelay string `json:"retryDelay"`
+		Violations []struct {
+			QuotaMetric string `json:"quotaMetric"`
+			QuotaID     string `json:"quotaId"`
+		} `json:"violations"`
+	} `json:"details"`
+}
+
+// parseError reads {"error": {...}}, also wrapped in a one-element array as some Google front ends
+// send it.
+func parseError(raw []byte) (wireError, bool) {
+	var eb struct {
+		Error *wireError `json:"error"`
+	}
+	raw = bytes.TrimSpace(raw)
+	if len(raw) > 0 && raw[0] == '[' {
+		var arr []json.RawMessage
+		if json.Unmarshal(raw, &arr) != nil || len(arr) == 0 {
+			return wireError{}, false
+		}
+		raw = arr[0]
+	}
+	if json.Unmarshal(raw, &eb) != nil || eb.Error == nil {
+		return wireError{}, false
+	}
+	return *eb.Error, true
+}
+
+// failure classifies an error reply by its body, then its status (D46, WIRES §3.4, §4.3), with the
+// retry hint from the headers, else the body (§4.4).
+func (a *Adapter) failure(model string, status int, h http.Header, raw []byte) provider.Outcome {
+	we, _ := parseError(raw)
+	reason := classify(status, we)
+	msg := fmt.Sprintf("gemini: HTTP %d", status)
+	if we.Status != "" {
+		msg += " " + oneLine(we.Status, 60)
+	}
+	if we.Message != "" {
+		msg += ": " + oneLine(we.Message, 300)
+	}
+	return provider.Failed(provider.Failure{
+		Provider: providerName, Model: model, Status: status, Reason: reason,
+		RetryAfterMs: retryAfterMs(h, we, a.clock()), Message: a.mask(msg),
+	})
+}
+
+func classify(status int, we wireError) string {
+	lower := strings.ToLower(we.Message)
+	for _, d := range we.Details {
+		if d.Reason == "API_KEY_INVALID" || d.Reason == "API_KEY_EXPIRED" {
+			return provider.ReasonAuthFailed
+		}
+	}
+	if strings.Contains(lower, "api key not valid") || strings.Contains(lower, "api key expired") {
+		return provider.ReasonAuthFailed
+	}
+	switch we.Status {
+	case "RESOURCE_EXHAUSTED":
+		if dailyQuota(we) {
+			return provider.ReasonQuotaExceeded
+		}
+		return provider.ReasonRateLimited
+	case "UNAVAILABLE", "INTERNAL":
+		return provider.ReasonServerError
+	case "DEADLINE_EXCEEDED":
+		return provider.ReasonTimeout
+	case "UNAUTHENTICATED", "PERMISSION_DENIED":
+		return provider.ReasonAuthFailed
+	case "NOT_FOUND":
+		return provider.ReasonModelNotFound
+	case "INVALID_ARGUMENT", "FAILED_PRECONDITION", "OUT_OF_RANGE":
+		if status < 500 {
+			return provider.ReasonBadRequest
+		}
+	}
+	switch {
+	case status == http.StatusTooManyRequests:
+		if dailyQuota(we) {
+			return provider.ReasonQuotaExceeded
+		}
+		return provider.ReasonRateLimited
+	case status == http.StatusPaymentRequired:
+		return provider.ReasonQuotaExceeded
+	case status == http.StatusUnauthorized || status == http.StatusForbidden:
+		return provider.ReasonAuthFailed
+	case status == http.StatusNotFound:
+		return provider.ReasonModelNotFound
+	case status == http.StatusRequestTimeout || status == http.StatusGatewayTimeout:
+		return provider.ReasonTimeout
+	case status == http.StatusConflict || status >= 500:
+		return provider.ReasonServerError
+	case status >= 400:
+		return provider.ReasonBadRequest
+	}
+	// An error object in a 2xx body.
+	return provider.ReasonServerError
+}
+
+// dailyQuota reports a 429 that will not clear within the retry window (WIRES §3.4): a QuotaFailure
+// violation of a per-day quota (D46: quota_exceeded, not transient).
+func dailyQuota(we wireError) bool {
+	for _, d := range we.Details {
+		for _, v := range d.Violations {
+			if strings.Contains(strings.ToLower(v.QuotaID+" "+v.QuotaMetric), "perday") {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+var retryInText = regexp.MustCompile(`(?i)retry in ([0-9]+(?:\.[0-9]+)?)\s*(ms|s)\b`)
+
+// retryAfterMs reads the server's retry hint (WIRES §4.4): retry-after-ms (float milliseconds), then
+// Retry-After as float seconds or an HTTP date relative to now (negative → 0), then the body's
+// google.rpc.RetryInfo retryDelay, then "Please retry in 22.23s" in the message. 0 means none.
+func retryAfterMs(h http.Header, we wireError, now time.Time) int64 {
+	if v := strings.TrimSpace(h.Get("Retry-After-Ms")); v != "" {
+		if f, err := strconv.ParseFloat(v, 64); err == nil && f >= 0 && !math.IsInf(f, 0) && !math.IsNaN(f) {
+			return int64(math.Ceil(min(f, math.MaxInt32)))
+		}
+	}
+	if v := strings.TrimSpace(h.Get("Retry-After")); v != "" {
+		if f, err := strconv.ParseFloat(v, 64); err == nil {
+			if f < 0 || math.IsInf(f, 0) || math.IsNaN(f) {
+				return 0
+			}
+			return int64(math.Ceil(min(f*1000, math.MaxInt32)))
+		}
+		if t, err := http.ParseTime(v); err == nil {
+			d := t.Sub(now)
+			if d <= 0 {
+				return 0
+			}
+			return durationMs(d)
+		}
+	}
+	for _, d := range we.Details {
+		if !strings.HasSuffix(d.Type, "google.rpc.RetryInfo") || d.RetryDelay == "" {
+			continue
+		}
+		if dur, err := time.ParseDuration(strings.TrimSpace(d.RetryDelay)); err == nil && dur > 0 {
+			return durationMs(dur)
+		}
+	}
+	if m := retryInText.FindStringSubmatch(we.Message); m != nil {
+		if dur, err := time.ParseDuration(m[1] + strings.ToLower(m[2])); err == nil && dur > 0 {
+			return durationMs(dur)
+		}
+	}
+	return 0
+}
+
+func durationMs(d time.Duration) int64 {
+	return int64(math.Ceil(min(float64(d)/float64(time.Millisecond), math.MaxInt32)))
+}
+
+// oneLine collapses white space and cuts s to at most n bytes (on a rune boundary).
+func oneLine(s string, n int) string {
+	s = strings.Join(strings.FieldsFunc(s, unicode.IsSpace), " ")
+	if len(s) > n {
+		i := n
+		for i > 0 && (s[i]&0xC0) == 0x80 {
+			i--
+		}
+		s = s[:i] + "…"
+	}
+	return s
+}

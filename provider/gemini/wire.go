@@ -1,0 +1,436 @@
+package gemini
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/nikahq/nika/provider"
+)
+
+// wireRequest is the body of generateContent (WIRES §3.1), fields in the order they are sent.
+type wireRequest struct {
+	SystemInstruction *wireContent      `json:"systemInstruction,omitempty"`
+	Contents          []wireContent     `json:"contents"`
+	Tools             []wireTool        `json:"tools,omitempty"`
+	GenerationConfig  *generationConfig `json:"generationConfig,omitempty"`
+}
+
+type wireContent struct {
+	Role  string     `json:"role,omitempty"`
+	Parts []wirePart `json:"parts"`
+}
+
+// wirePart is one part; exactly one of Text, FunctionCall and FunctionResponse is set (Text may be ""
+// only for a replayed part that carries a thoughtSignature).
+type wirePart struct {
+	Text             *string           `json:"text,omitempty"`
+	FunctionCall     *functionCall     `json:"functionCall,omitempty"`
+	FunctionResponse *functionResponse `json:"functionResponse,omitempty"`
+	ThoughtSignature string            `json:"thoughtSignature,omitempty"`
+}
+
+type functionCall struct {
+	ID   string          `json:"id,omitempty"`
+	Name string          `json:"name"`
+	Args json.RawMessage `json:"args"`
+}
+
+type functionResponse struct {
+	ID       string         `json:"id,omitempty"`
+	Name     string         `json:"name"`
+	Response map[string]any `json:"response"`
+}
+
+type wireTool struct {
+	FunctionDeclarations []functionDeclaration `json:"functionDeclarations"`
+}
+
+type functionDeclaration struct {
+	Name                 string          `json:"name"`
+	Description          string          `json:"description,omitempty"`
+	ParametersJSONSchema json.RawMessage `json:"parametersJsonSchema"`
+}
+
+type generationConfig struct {
+	Temperature        *float64 `json:"temperature,omitempty"`
+	MaxOutputTokens    int      `json:"maxOutputTokens,omitempty"`
+	ResponseMimeType   string   `json:"responseMimeType,omitempty"`
+	ResponseJSONSchema any      `json:"responseJsonSchema,omitempty"`
+}
+
+// wireResponse is the reply of generateContent (WIRES §3.3); unknown fields are ignored.
+type wireResponse struct {
+	Candidates []struct {
+		Content *struct {
+			Role  string            `json:"role"`
+			Parts []json.RawMessage `json:"parts"`
+		} `json:"content"`
+		FinishReason  string `json:"finishReason"`
+		FinishMessage string `json:"finishMessage"`
+	} `json:"candidates"`
+	PromptFeedback *struct {
+		BlockReason        string `json:"blockReason"`
+		BlockReasonMessage string `json:"blockReasonMessage"`
+	} `json:"promptFeedback"`
+	UsageMetadata *struct {
+		PromptTokenCount        int `json:"promptTokenCount"`
+		CandidatesTokenCount    int `json:"candidatesTokenCount"`
+		ThoughtsTokenCount      int `json:"thoughtsTokenCount"`
+		ToolUsePromptTokenCount int `json:"toolUsePromptTokenCount"`
+	} `json:"usageMetadata"`
+	Error *wireError `json:"error"`
+}
+
+// providerKey keys this wire's replay data in Block.ProviderData (D44):
+// {"gemini": {"thoughtSignature": "…", "localId": true}}. thoughtSignature is the part's signature,
+// replayed verbatim on the same part; localId marks a functionCall id minted by the adapter because
+// Gemini sent none (WIRES §3.2), so it is not sent back.
+const providerKey = "gemini"
+
+type blockData struct {
+	ThoughtSignature string `json:"thoughtSignature,omitempty"`
+	LocalID          bool   `json:"localId,omitempty"`
+}
+
+func readBlockData(pd json.RawMessage) blockData {
+	if len(pd) == 0 {
+		return blockData{}
+	}
+	var m map[string]blockData
+	if json.Unmarshal(pd, &m) != nil {
+		return blockData{}
+	}
+	return m[providerKey]
+}
+
+func (d blockData) raw() json.RawMessage {
+	if d == (blockData{}) {
+		return nil
+	}
+	b, _ := json.Marshal(map[string]blockData{providerKey: d})
+	return b
+}
+
+// names is the tool-name table of one request: D41's table, with names that would not start with a
+// letter prefixed by "f" (WIRES §3.5, D45).
+type names struct {
+	base     *provider.Names
+	fromWire map[string]string
+}
+
+func newNames(tools []provider.ToolDef) *names {
+	c := make([]string, len(tools))
+	for i, t := range tools {
+		c[i] = t.Name
+	}
+	n := &names{base: provider.NewNames(c), fromWire: map[string]string{}}
+	for _, name := range c {
+		n.fromWire[n.Wire(name)] = name
+	}
+	return n
+}
+
+func (n *names) Wire(canonical string) string {
+	w := n.base.Wire(canonical)
+	if ch := w[0]; !(ch >= 'a' && ch <= 'z' || ch >= 'A' && ch <= 'Z') {
+		w = ("f" + w)[:min(64, len(w)+1)]
+	}
+	return w
+}
+
+func (n *names) Canonical(wire string) string {
+	if c, ok := n.fromWire[wire]; ok {
+		return c
+	}
+	return n.base.Canonical(wire)
+}
+
+// call is a tool_use of the transcript, for answering it with a functionResponse.
+type call struct {
+	name  string // wire name
+	id    string // "" when the id was minted locally
+	turn  int    // index of its wire turn
+	index int    // position among the calls of that turn
+}
+
+// buildRequest encodes req for the wire and returns the model name for the URL.
+func buildRequest(req provider.Request, n *names) (string, []byte, error) {
+	_, model, found := strings.Cut(req.Model, "/")
+	if !found {
+		model = req.Model
+	}
+	if model == "" || strings.ContainsFunc(model, func(r rune) bool { return r == '/' || r <= ' ' }) {
+		return "", nil, fmt.Errorf("invalid model name in %q", req.Model)
+	}
+	wr := wireRequest{Contents: []wireContent{}}
+	if strings.TrimSpace(req.System) != "" {
+		wr.SystemInstruction = &wireContent{Parts: []wirePart{{Text: &req.System}}}
+	}
+	calls := map[string]call{}
+	answers := map[*functionResponse]call{}
+	for i, m := range req.Messages {
+		var role string
+		switch m.Role {
+		case provider.RoleUser:
+			role = "user"
+		case provider.RoleAssistant:
+			role = "model"
+		default:
+			return "", nil, fmt.Errorf("message %d: unsupported role %q", i, m.Role)
+		}
+		turn := len(wr.Contents)
+		if turn > 0 && wr.Contents[turn-1].Role == role {
+			turn-- // consecutive messages of one role form one wire turn
+		}
+		var parts []wirePart
+		ncalls := 0
+		if turn < len(wr.Contents) {
+			for _, p := range wr.Contents[turn].Parts {
+				if p.FunctionCall != nil {
+					ncalls++
+				}
+			}
+		}
+		for j, b := range m.Blocks {
+			pd := readBlockData(b.ProviderData)
+			switch b.Type {
+			case provider.BlockText:
+				if strings.TrimSpace(b.Text) == "" && pd.ThoughtSignature == "" {
+					continue
+				}
+				parts = append(parts, wirePart{Text: &b.Text, ThoughtSignature: pd.ThoughtSignature})
+			case provider.BlockToolUse:
+				if m.Role != provider.RoleAssistant {
+					return "", nil, fmt.Errorf("message %d block %d: tool_use in a user message", i, j)
+				}
+				args, err := objectArgs(b.Input)
+				if err != nil {
+					return "", nil, fmt.Errorf("message %d block %d: tool_use input: %v", i, j, err)
+				}
+				c := call{name: n.Wire(b.Name), turn: turn, index: ncalls}
+				if !pd.LocalID {
+					c.id = b.ID
+				}
+				ncalls++
+				if b.ID != "" {
+					calls[b.ID] = c
+				}
+				parts = append(parts, wirePart{FunctionCall: &functionCall{ID: c.id, Name: c.name, Args: args},
+					ThoughtSignature: pd.ThoughtSignature})
+			case provider.BlockToolResult:
+				if m.Role != provider.RoleUser {
+					return "", nil, fmt.Errorf("message %d block %d: tool_result in an assistant message", i, j)
+				}
+				c, ok := calls[b.ToolUseID]
+				if !ok {
+					return "", nil, fmt.Errorf("message %d block %d: tool_result answers unknown tool_use %q", i, j, b.ToolUseID)
+				}
+				key := "output"
+				if b.IsError {
+					key = "error"
+				}
+				fr := &functionResponse{ID: c.id, Name: c.name, Response: map[string]any{key: b.Content}}
+				answers[fr] = c
+				parts = append(parts, wirePart{FunctionResponse: fr})
+			default:
+				return "", nil, fmt.Errorf("message %d block %d: unsupported block type %q", i, j, b.Type)
+			}
+		}
+		if len(parts) == 0 {
+			continue
+		}
+		if turn < len(wr.Contents) {
+			wr.Contents[turn].Parts = append(wr.Contents[turn].Parts, parts...)
+		} else {
+			wr.Contents = append(wr.Contents, wireContent{Role: role, Parts: parts})
+		}
+	}
+	// In each user turn the functionResponse parts go first, in the order of the calls they answer
+	// (WIRES §4.1), then the other parts in transcript order.
+	for k := range wr.Contents {
+		if wr.Contents[k].Role == "user" {
+			wr.Contents[k].Parts = responsesFirst(wr.Contents[k].Parts, answers)
+		}
+	}
+	if len(req.Tools) > 0 {
+		decls := make([]functionDeclaration, 0, len(req.Tools))
+		for _, t := range req.Tools {
+			schema := bytes.TrimSpace(t.Parameters)
+			if len(schema) == 0 || string(schema) == "null" {
+				schema = []byte(`{"type":"object"}`)
+			}
+			if !json.Valid(schema) {
+				return "", nil, fmt.Errorf("tool %q: parameters are not valid JSON", t.Name)
+			}
+			decls = append(decls, functionDeclaration{Name: n.Wire(t.Name), Description: t.Description, ParametersJSONSchema: schema})
+		}
+		wr.Tools = []wireTool{{FunctionDeclarations: decls}}
+	}
+	gc := generationConfig{Temperature: req.Temperature}
+	if req.MaxTokens > 0 {
+		gc.MaxOutputTokens = req.MaxTokens
+	}
+	if req.Schema != nil {
+		gc.ResponseMimeType, gc.ResponseJSONSchema = "application/json", req.Schema
+	}
+	if gc.Temperature != nil || gc.MaxOutputTokens != 0 || gc.ResponseMimeType != "" {
+		wr.GenerationConfig = &gc
+	}
+	body, err := json.Marshal(wr)
+	if err != nil {
+		return "", nil, err
+	}
+	return model, body, nil
+}
+
+// responsesFirst orders a user turn: functionResponse parts first, sorted (stably) by the wire turn
+// and position of the call each answers, then the other parts in their order.
+func responsesFirst(parts []wirePart, answers map[*functionResponse]call) []wirePart {
+	var rs, rest []wirePart
+	for _, p := range parts {
+		if p.FunctionResponse != nil {
+			rs = append(rs, p)
+		} else {
+			rest = append(rest, p)
+		}
+	}
+	if len(rs) == 0 {
+		return parts
+	}
+	slices.SortStableFunc(rs, func(x, y wirePart) int {
+		cx, cy := answers[x.FunctionResponse], answers[y.FunctionResponse]
+		if cx.turn != cy.turn {
+			return cx.turn - cy.turn
+		}
+		return cx.index - cy.index
+	})
+	return append(rs, rest...)
+}
+
+// objectArgs checks that tool arguments are a JSON object and returns them compacted, key order
+// preserved; absent or null is {}.
+func objectArgs(raw json.RawMessage) (json.RawMessage, error) {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || string(raw) == "null" {
+		return json.RawMessage("{}"), nil
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var obj map[string]any
+	if err := dec.Decode(&obj); err != nil || dec.More() {
+		return nil, errors.New("not a JSON object")
+	}
+	var c bytes.Buffer
+	if err := json.Compact(&c, raw); err != nil {
+		return nil, err
+	}
+	return c.Bytes(), nil
+}
+
+// decodeResponse maps a successful reply to a neutral response, or to a failure (content_filter for a
+// blocked prompt or a filtered reply without output; server_error for a reply without a candidate or
+// with a bad part). The returned failure has only Reason, Message and Cause set. ordinal is the index
+// the reply will take in the transcript; it makes minted call ids unique within the transcript.
+func decodeResponse(wr wireResponse, n *names, ordinal int) (*provider.Response, *provider.Failure) {
+	if len(wr.Candidates) == 0 {
+		if pf := wr.PromptFeedback; pf != nil && pf.BlockReason != "" {
+			msg := "gemini: prompt blocked (" + oneLine(pf.BlockReason, 60) + ")"
+			if pf.BlockReasonMessage != "" {
+				msg += ": " + oneLine(pf.BlockReasonMessage, 300)
+			}
+			return nil, &provider.Failure{Reason: provider.ReasonContentFilter, Message: msg}
+		}
+		return nil, &provider.Failure{Reason: provider.ReasonServerError, Message: "gemini: reply without a candidate"}
+	}
+	cand := wr.Candidates[0]
+	msg := provider.Message{Role: provider.RoleAssistant, Blocks: []provider.Block{}}
+	calls := 0
+	if cand.Content != nil {
+		for i, raw := range cand.Content.Parts {
+			var p struct {
+				Text         *string `json:"text"`
+				Thought      bool    `json:"thought"`
+				FunctionCall *struct {
+					ID   string          `json:"id"`
+					Name string          `json:"name"`
+					Args json.RawMessage `json:"args"`
+				} `json:"functionCall"`
+				ThoughtSignature string `json:"thoughtSignature"`
+			}
+			if err := json.Unmarshal(raw, &p); err != nil {
+				return nil, &provider.Failure{Reason: provider.ReasonServerError, Message: fmt.Sprintf("gemini: part %d: %v", i, err), Cause: err}
+			}
+			switch {
+			case p.Thought:
+				// Reasoning, not answer text: dropped and not replayed (WIRES §4.5).
+			case p.FunctionCall != nil:
+				args, err := objectArgs(p.FunctionCall.Args)
+				if err != nil {
+					return nil, &provider.Failure{Reason: provider.ReasonServerError, Message: fmt.Sprintf("gemini: part %d: functionCall args %v", i, err), Cause: err}
+				}
+				d := blockData{ThoughtSignature: p.ThoughtSignature}
+				id := p.FunctionCall.ID
+				if id == "" {
+					id, d.LocalID = fmt.Sprintf("gemini-call-%d-%d", ordinal, calls), true
+				}
+				calls++
+				b := provider.ToolUseBlock(id, n.Canonical(p.FunctionCall.Name), args)
+				b.ProviderData = d.raw()
+				msg.Blocks = append(msg.Blocks, b)
+			case p.Text != nil:
+				b := provider.TextBlock(*p.Text)
+				b.ProviderData = blockData{ThoughtSignature: p.ThoughtSignature}.raw()
+				if b.Text == "" && b.ProviderData == nil {
+					continue
+				}
+				msg.Blocks = append(msg.Blocks, b)
+			default:
+				// Parts nika does not use (inline data, code execution, …) are ignored; a bare signature
+				// is kept on an empty text part so it is replayed.
+				if p.ThoughtSignature != "" {
+					b := provider.TextBlock("")
+					b.ProviderData = blockData{ThoughtSignature: p.ThoughtSignature}.raw()
+					msg.Blocks = append(msg.Blocks, b)
+				}
+			}
+		}
+	}
+	stop := stopReason(cand.FinishReason, calls > 0)
+	if stop == provider.StopContentFilter && strings.TrimSpace(provider.Text(msg)) == "" && calls == 0 {
+		m := "gemini: reply blocked (" + oneLine(cand.FinishReason, 60) + ")"
+		if cand.FinishMessage != "" {
+			m += ": " + oneLine(cand.FinishMessage, 300)
+		}
+		return nil, &provider.Failure{Reason: provider.ReasonContentFilter, Message: m}
+	}
+	r := &provider.Response{Message: msg, StopReason: stop}
+	if u := wr.UsageMetadata; u != nil {
+		r.Usage = provider.Usage{
+			InputTokens:  u.PromptTokenCount + u.ToolUsePromptTokenCount,
+			OutputTokens: u.CandidatesTokenCount + u.ThoughtsTokenCount,
+			Reported:     true,
+		}
+	}
+	return r, nil
+}
+
+// stopReason maps a finishReason to a neutral stop reason (WIRES §4.2).
+func stopReason(finish string, calls bool) string {
+	switch finish {
+	case "STOP":
+		if calls {
+			return provider.StopToolUse
+		}
+		return provider.StopEndTurn
+	case "MAX_TOKENS":
+		return provider.StopMaxTokens
+	case "SAFETY", "RECITATION", "BLOCKLIST", "PROHIBITED_CONTENT", "SPII", "IMAGE_SAFETY",
+		"IMAGE_PROHIBITED_CONTENT", "IMAGE_RECITATION":
+		return provider.StopContentFilter
+	}
+	return provider.StopUnknown
+}
