@@ -7,6 +7,7 @@ import (
 
 	"github.com/nikahq/nika/provider"
 	"github.com/nikahq/nika/provider/anthropic"
+	"github.com/nikahq/nika/provider/gemini"
 	"github.com/nikahq/nika/provider/openai"
 	"github.com/nikahq/nika/workflow"
 )
@@ -29,16 +30,15 @@ func buildProviders(w *workflow.Workflow, lookup func(string) (string, bool)) (*
 		seen[name] = true
 		var a provider.Adapter
 		var err error
-		switch {
-		case name == "anthropic":
+		switch name {
+		case "anthropic":
 			a, err = anthropic.New(lookup, client)
+		case "gemini":
+			a, err = gemini.New(lookup, client)
 		default:
 			p, ok := openai.Lookup(name)
 			if !ok {
-				if msg := missingKey(w, lookup); msg != "" {
-					return nil, msg
-				}
-				continue // gemini: not in this build; its requests fail with NIKA-INFER-001
+				continue // the checker refused unknown providers; nothing to build
 			}
 			a, err = openai.New(p, lookup, client)
 		}

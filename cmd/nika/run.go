@@ -296,44 +296,6 @@ func finite(v any) any {
 	return v
 }
 
-// cloudKeys are the providers that need a key (LANGUAGE.md §6.2), with
-// their conventional variable.
-var cloudKeys = map[string]string{
-	"mistral": "MISTRAL_API_KEY", "anthropic": "ANTHROPIC_API_KEY", "openai": "OPENAI_API_KEY",
-	"openrouter": "OPENROUTER_API_KEY", "groq": "GROQ_API_KEY", "deepseek": "DEEPSEEK_API_KEY",
-	"gemini": "GEMINI_API_KEY", "xai": "XAI_API_KEY",
-}
-
-// missingKey checks, before the first task, that every referenced cloud
-// provider has a key (§6.1); it names the variable to set.
-func missingKey(w *workflow.Workflow, lookup func(string) (string, bool)) string {
-	seen := map[string]bool{}
-	for _, t := range w.Tasks {
-		prov, _, _ := strings.Cut(t.Model, "/")
-		conv, cloud := cloudKeys[prov]
-		if t.Model == "" || !cloud || seen[prov] {
-			continue
-		}
-		seen[prov] = true
-		own := "NIKA_" + strings.ToUpper(prov) + "_API_KEY"
-		candidates := []string{own, conv}
-		if prov == "gemini" {
-			candidates = append(candidates, "GOOGLE_API_KEY")
-		}
-		found := false
-		for _, k := range candidates {
-			if v, ok := lookup(k); ok && v != "" {
-				found = true
-				break
-			}
-		}
-		if !found {
-			return fmt.Sprintf("task %q uses %s, which needs an API key: set %s (or %s)", t.ID, t.Model, own, conv)
-		}
-	}
-	return ""
-}
-
 // logSink prints the plain line log of settled tasks on stderr (above the
 // live view on a terminal).
 type logSink struct {
