@@ -78,7 +78,7 @@ func (c *checker) recoverCycles() {
 		}
 		detail := fmt.Sprintf("`%s` would wait for `%s`, which waits for `%s`: recover from a task that does not depend on `%s`.", rc.Task, rc.Target, rc.Task, rc.Task)
 		if rc.Target == rc.Task {
-			detail = fmt.Sprintf("A task cannot recover from its own record: read another task, or use a literal value.")
+			detail = "A task cannot recover from its own record: read another task, or use a literal value."
 		}
 		c.errorAt(CodeDAGDeadlock, r.pos, r.path, detail,
 			fmt.Sprintf("`on_error.recover` of `%s` deadlocks: %s", rc.Task, strings.Join(rc.Path, " -> ")))

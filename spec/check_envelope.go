@@ -383,7 +383,7 @@ func (c *checker) secrets(n *Node) {
 			continue
 		}
 		if vp := v.Pair("value"); vp != nil {
-			c.errorf(CodeParseInlineSecret, vp.Key, path+".value", fmt.Sprintf("Remove `value`: reference the secret with `source: env` and `key`, or `source: file` and `path`."),
+			c.errorf(CodeParseInlineSecret, vp.Key, path+".value", "Remove `value`: reference the secret with `source: env` and `key`, or `source: file` and `path`.",
 				"secret `%s` has an inline value", name)
 			continue
 		}

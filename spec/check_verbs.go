@@ -265,7 +265,7 @@ func (c *checker) resolveModel(t *taskState, body *Node, path, verb string, kind
 		}
 	}
 	if m == "" {
-		c.errorf(CodeParseRequired, body, path, fmt.Sprintf("Set `model:` on the task or the workflow (e.g. `model: openai/gpt-4o-mini`), or pass `--model`."),
+		c.errorf(CodeParseRequired, body, path, "Set `model:` on the task or the workflow (e.g. `model: openai/gpt-4o-mini`), or pass `--model`.",
 			"`%s` has no model", verb)
 		return
 	}

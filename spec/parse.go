@@ -60,14 +60,14 @@ func Parse(name string, src []byte) (f *File, findings []Finding) {
 		return f, nil
 	}
 	f.Root = p.convert(docs[0].Body, "")
-	for _, d := range docs[1:] {
+	if len(docs) > 1 { // reported once, at the second document
+		d := docs[1]
 		pos := p.pos(d.Body.GetToken())
 		if d.Start != nil {
 			pos = p.pos(d.Start)
 		}
 		p.add(CodeParseSyntax, pos, "", "a second YAML document",
 			"A workflow file holds exactly one YAML document: remove the `---` separator and what follows, or move it to its own file.")
-		break
 	}
 	return f, p.findings
 }

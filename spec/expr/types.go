@@ -88,7 +88,6 @@ func isRoot(name string) bool {
 }
 
 var (
-	tAny      = reflect.TypeOf((*any)(nil)).Elem()
 	tBool     = reflect.TypeOf(false)
 	tInt      = reflect.TypeOf(0)
 	tFloat    = reflect.TypeOf(0.0)

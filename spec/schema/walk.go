@@ -200,9 +200,7 @@ func typeBit(s string) int {
 }
 
 func isIndex(step string) bool {
-	if strings.HasPrefix(step, "-") {
-		step = step[1:]
-	}
+	step = strings.TrimPrefix(step, "-")
 	if step == "" {
 		return false
 	}
