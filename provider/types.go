@@ -3,6 +3,7 @@ package provider
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"strings"
 
 	"github.com/nikahq/nika/spec"
@@ -75,6 +76,65 @@ type Request struct {
 	Schema      any       // decoded JSON Schema for structured output; nil → free text
 	Temperature *float64  // nil → the provider's default
 	MaxTokens   int       // 0 → the provider's default
+	// ToolChoice constrains tool use: "" or "auto" (the model decides), "none", "required" (some tool), or "tool:<canonical name>" (that tool).
+	ToolChoice string
+	// Format asks for the reply's form when Schema is nil: "" or "text", or "json" (any JSON value; a wire's JSON mode). Schema, when set, wins.
+	Format string
+}
+
+// Tool choice modes returned by ParseToolChoice.
+const (
+	ChoiceDefault  = ""         // ToolChoice "": send nothing, the wire's default
+	ChoiceAuto     = "auto"     // the model decides
+	ChoiceNone     = "none"     // no tool call
+	ChoiceRequired = "required" // some tool
+	ChoiceTool     = "tool"     // the named tool
+)
+
+// ParseToolChoice validates req.ToolChoice against req.Tools and returns its mode (a Choice
+// constant) and, for ChoiceTool, the canonical tool name. An unknown value, an empty or unoffered
+// tool name, or "required" with no tools is an error (the adapters fail the request as bad_request
+// without sending it).
+func ParseToolChoice(req Request) (mode, name string, err error) {
+	switch c := req.ToolChoice; {
+	case c == "":
+		return ChoiceDefault, "", nil
+	case c == ChoiceAuto || c == ChoiceNone:
+		return c, "", nil
+	case c == ChoiceRequired:
+		if len(req.Tools) == 0 {
+			return "", "", fmt.Errorf("tool choice %q: no tools offered", c)
+		}
+		return c, "", nil
+	case strings.HasPrefix(c, "tool:"):
+		name = strings.TrimPrefix(c, "tool:")
+		for _, t := range req.Tools {
+			if t.Name == name {
+				return ChoiceTool, name, nil
+			}
+		}
+		return "", "", fmt.Errorf("tool choice %q: no such tool offered", c)
+	default:
+		return "", "", fmt.Errorf("unknown tool choice %q", c)
+	}
+}
+
+// Reply formats (Request.Format).
+const (
+	FormatText = "text"
+	FormatJSON = "json"
+)
+
+// WantsJSON validates req.Format and reports whether the request asks for the JSON mode: Format
+// "json" and no Schema (a Schema wins). An unknown Format is an error.
+func WantsJSON(req Request) (bool, error) {
+	switch req.Format {
+	case "", FormatText:
+		return false, nil
+	case FormatJSON:
+		return req.Schema == nil, nil
+	}
+	return false, fmt.Errorf("unknown response format %q", req.Format)
 }
 
 // Usage is the token count of one request. Reported is false when the provider gave no usage (the

@@ -92,7 +92,11 @@ func New(lookup func(string) (string, bool), client *http.Client) (*Adapter, err
 // Consecutive messages of one role are merged into one wire turn and, in a user turn, tool_result
 // blocks come first in their transcript order, so the results of one model turn go back in a single
 // user message (WIRES §4.1). Empty or white-space text blocks are dropped (the wire rejects them).
-// Tool names go on the wire per D41 and are mapped back in the reply.
+// Tool names go on the wire per D41 and are mapped back in the reply. ToolChoice becomes tool_choice
+// (auto, none, required → any, tool:<name> → {"type":"tool","name":<wire name>}), sent only with
+// tools. The wire has no JSON mode without a schema (WIRES §2.4): Format "json" (Schema nil) appends
+// JSONInstruction to the system prompt, after a blank line, or makes it the system prompt. An unknown
+// ToolChoice or Format, or a named tool not in Tools, fails as bad_request before sending.
 func (a *Adapter) Exchange(ctx context.Context, req provider.Request) provider.Outcome {
 	fail := func(status int, reason, msg string, cause error) provider.Outcome {
 		return provider.Failed(provider.Failure{

@@ -407,3 +407,72 @@ func TestTransportErrors(t *testing.T) {
 		check(t, a.Exchange(context.Background(), provider.Request{Model: "anthropic/"}), provider.ReasonBadRequest, nil)
 	})
 }
+
+func TestToolChoiceAndFormat(t *testing.T) {
+	for _, tc := range []struct {
+		name, system, choice, format string
+		tools                        []provider.ToolDef
+		wantChoice, wantSystem       string // compact JSON; "" → field absent
+	}{
+		{"default", "Be brief.", "", "", tools, "", `"Be brief."`},
+		{"text", "", "", "text", tools, "", ""},
+		{"auto", "", "auto", "", tools, `{"type":"auto"}`, ""},
+		{"none", "", "none", "", tools, `{"type":"none"}`, ""},
+		{"required", "", "required", "", tools, `{"type":"any"}`, ""},
+		{"named", "", "tool:mcp:fs/read_text_file", "", tools, `{"type":"tool","name":"mcp_fs_read_text_file"}`, ""},
+		{"none without tools", "", "none", "", nil, "", ""},
+		{"json", "", "", "json", nil, "", `"` + JSONInstruction + `"`},
+		{"json with system", "Be brief.", "", "json", nil, "", `"Be brief.\n\n` + JSONInstruction + `"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			a, rec := serve(t, 200, nil, textReply)
+			ok(t, a.Exchange(context.Background(), provider.Request{Model: "anthropic/claude-sonnet-4-5", System: tc.system,
+				Messages: []provider.Message{provider.UserText("Hi")}, Tools: tc.tools, ToolChoice: tc.choice, Format: tc.format}))
+			body, _, _ := rec.last()
+			var f map[string]json.RawMessage
+			if err := json.Unmarshal(body, &f); err != nil {
+				t.Fatal(err)
+			}
+			if got := string(f["tool_choice"]); got != tc.wantChoice {
+				t.Errorf("tool_choice = %s, want %s", got, tc.wantChoice)
+			}
+			if got := string(f["system"]); got != tc.wantSystem {
+				t.Errorf("system = %s, want %s", got, tc.wantSystem)
+			}
+			if _, has := f["output_config"]; has {
+				t.Errorf("unexpected output_config: %s", body)
+			}
+		})
+	}
+}
+
+func TestSchemaWinsOverFormat(t *testing.T) {
+	a, rec := serve(t, 200, nil, textReply)
+	ok(t, a.Exchange(context.Background(), provider.Request{Model: "anthropic/claude-sonnet-4-5",
+		Messages: []provider.Message{provider.UserText("Hi")}, Schema: map[string]any{"type": "object"}, Format: "json"}))
+	body, _, _ := rec.last()
+	if strings.Contains(string(body), JSONInstruction) || !strings.Contains(string(body), `"output_config"`) {
+		t.Errorf("body = %s", body)
+	}
+}
+
+func TestToolChoiceBadRequest(t *testing.T) {
+	for _, req := range []provider.Request{
+		{ToolChoice: "sometimes", Tools: tools},
+		{ToolChoice: "tool:nika:write", Tools: tools},
+		{ToolChoice: "tool:nika:read"},
+		{ToolChoice: "required"},
+		{Format: "yaml"},
+	} {
+		a, rec := serve(t, 200, nil, textReply)
+		req.Model = "anthropic/claude-sonnet-4-5"
+		req.Messages = []provider.Message{provider.UserText("Hi")}
+		out := a.Exchange(context.Background(), req)
+		if out.Err == nil || out.Err.Details["reason"] != provider.ReasonBadRequest || out.Err.Details["status"] != nil {
+			t.Errorf("%+v: got %v", req, out.Err)
+		}
+		if _, _, path := rec.last(); path != "" {
+			t.Errorf("%+v: a request was sent", req)
+		}
+	}
+}

@@ -17,6 +17,7 @@ type wireRequest struct {
 	System       string        `json:"system,omitempty"`
 	Messages     []wireMessage `json:"messages"`
 	Tools        []wireTool    `json:"tools,omitempty"`
+	ToolChoice   *toolChoice   `json:"tool_choice,omitempty"`
 	Temperature  *float64      `json:"temperature,omitempty"`
 	OutputConfig *outputConfig `json:"output_config,omitempty"`
 }
@@ -51,6 +52,16 @@ type wireTool struct {
 	InputSchema json.RawMessage `json:"input_schema"`
 }
 
+// toolChoice is {"type":"auto"|"any"|"none"} or {"type":"tool","name":…} (WIRES §2.1).
+type toolChoice struct {
+	Type string `json:"type"`
+	Name string `json:"name,omitempty"`
+}
+
+// JSONInstruction is appended to the system prompt for Request.Format "json": the wire has no JSON
+// mode without a schema (WIRES §2.4), so the model is asked for a single JSON value instead.
+const JSONInstruction = "Reply with a single JSON value only: no prose, no code fences."
+
 type outputConfig struct {
 	Format outputFormat `json:"format"`
 }
@@ -82,6 +93,14 @@ const providerKey = "anthropic"
 
 // buildRequest encodes req for the wire.
 func buildRequest(req provider.Request, names *provider.Names) ([]byte, error) {
+	choice, chosen, err := provider.ParseToolChoice(req)
+	if err != nil {
+		return nil, err
+	}
+	wantJSON, err := provider.WantsJSON(req)
+	if err != nil {
+		return nil, err
+	}
 	model := req.Model
 	if _, name, found := strings.Cut(model, "/"); found {
 		model = name
@@ -97,6 +116,13 @@ func buildRequest(req provider.Request, names *provider.Names) ([]byte, error) {
 		Messages: []wireMessage{}}
 	if strings.TrimSpace(req.System) == "" {
 		wr.System = ""
+	}
+	if wantJSON {
+		if wr.System == "" {
+			wr.System = JSONInstruction
+		} else {
+			wr.System += "\n\n" + JSONInstruction
+		}
 	}
 	for i, m := range req.Messages {
 		var role string
@@ -157,6 +183,17 @@ func buildRequest(req provider.Request, names *provider.Names) ([]byte, error) {
 			return nil, fmt.Errorf("tool %q: parameters are not valid JSON", t.Name)
 		}
 		wr.Tools = append(wr.Tools, wireTool{Name: names.Wire(t.Name), Description: t.Description, InputSchema: schema})
+	}
+	// tool_choice only travels with tools.
+	if len(wr.Tools) > 0 {
+		switch choice {
+		case provider.ChoiceAuto, provider.ChoiceNone:
+			wr.ToolChoice = &toolChoice{Type: choice}
+		case provider.ChoiceRequired:
+			wr.ToolChoice = &toolChoice{Type: "any"}
+		case provider.ChoiceTool:
+			wr.ToolChoice = &toolChoice{Type: "tool", Name: names.Wire(chosen)}
+		}
 	}
 	if req.Schema != nil {
 		wr.OutputConfig = &outputConfig{Format: outputFormat{Type: "json_schema", Schema: req.Schema}}

@@ -88,7 +88,10 @@ func (a *Adapter) SupportsSchema(string) bool { return true }
 // tool_result → functionResponse {name, id?, response: {output|error}}, placed first in their user
 // turn in the order of the calls they answer (§4.1); thoughtSignature replayed from Block.ProviderData
 // (D44); tools → functionDeclarations with parametersJsonSchema (D45); Temperature, MaxTokens and
-// Schema → generationConfig.
+// Schema → generationConfig. ToolChoice → toolConfig.functionCallingConfig, sent only with tools:
+// auto → AUTO, none → NONE, required → ANY, tool:<name> → ANY with allowedFunctionNames [wire name].
+// Format "json" (Schema nil) → generationConfig.responseMimeType "application/json". An unknown
+// ToolChoice or Format, or a named tool not in Tools, fails as bad_request before sending.
 func (a *Adapter) Exchange(ctx context.Context, req provider.Request) provider.Outcome {
 	fail := func(status int, reason, msg string, cause error) provider.Outcome {
 		return provider.Failed(provider.Failure{

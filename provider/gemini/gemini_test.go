@@ -500,3 +500,70 @@ func TestTransportErrors(t *testing.T) {
 		check(t, a.Exchange(context.Background(), provider.Request{Model: "gemini/"}), provider.ReasonBadRequest, nil)
 	})
 }
+
+func TestToolChoiceAndFormat(t *testing.T) {
+	for _, tc := range []struct {
+		name, choice, format string
+		tools                []provider.ToolDef
+		wantToolConfig       string // compact JSON; "" → field absent
+		wantGenConfig        string
+	}{
+		{"default", "", "", tools, "", ""},
+		{"text", "", "text", tools, "", ""},
+		{"auto", "auto", "", tools, `{"functionCallingConfig":{"mode":"AUTO"}}`, ""},
+		{"none", "none", "", tools, `{"functionCallingConfig":{"mode":"NONE"}}`, ""},
+		{"required", "required", "", tools, `{"functionCallingConfig":{"mode":"ANY"}}`, ""},
+		{"named", "tool:mcp:fs/read_text_file", "", tools, `{"functionCallingConfig":{"mode":"ANY","allowedFunctionNames":["mcp_fs_read_text_file"]}}`, ""},
+		{"named D45", "tool:9lives", "", tools, `{"functionCallingConfig":{"mode":"ANY","allowedFunctionNames":["f9lives"]}}`, ""},
+		{"auto without tools", "auto", "", nil, "", ""},
+		{"json", "", "json", nil, "", `{"responseMimeType":"application/json"}`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			a, rec := serve(t, 200, nil, textReply)
+			ok(t, a.Exchange(context.Background(), provider.Request{Model: "gemini/gemini-2.5-flash",
+				Messages: []provider.Message{provider.UserText("Hi")}, Tools: tc.tools, ToolChoice: tc.choice, Format: tc.format}))
+			body, _, _ := rec.last()
+			var f map[string]json.RawMessage
+			if err := json.Unmarshal(body, &f); err != nil {
+				t.Fatal(err)
+			}
+			if got := string(f["toolConfig"]); got != tc.wantToolConfig {
+				t.Errorf("toolConfig = %s, want %s", got, tc.wantToolConfig)
+			}
+			if got := string(f["generationConfig"]); got != tc.wantGenConfig {
+				t.Errorf("generationConfig = %s, want %s", got, tc.wantGenConfig)
+			}
+		})
+	}
+}
+
+func TestSchemaWinsOverFormat(t *testing.T) {
+	a, rec := serve(t, 200, nil, textReply)
+	ok(t, a.Exchange(context.Background(), provider.Request{Model: "gemini/gemini-2.5-flash",
+		Messages: []provider.Message{provider.UserText("Hi")}, Schema: map[string]any{"type": "object"}, Format: "json"}))
+	body, _, _ := rec.last()
+	if !strings.Contains(string(body), `"generationConfig":{"responseMimeType":"application/json","responseJsonSchema":{"type":"object"}}`) {
+		t.Errorf("body = %s", body)
+	}
+}
+
+func TestToolChoiceBadRequest(t *testing.T) {
+	for _, req := range []provider.Request{
+		{ToolChoice: "sometimes", Tools: tools},
+		{ToolChoice: "tool:nika:write", Tools: tools},
+		{ToolChoice: "tool:nika:read"},
+		{ToolChoice: "required"},
+		{Format: "yaml"},
+	} {
+		a, rec := serve(t, 200, nil, textReply)
+		req.Model = "gemini/gemini-2.5-flash"
+		req.Messages = []provider.Message{provider.UserText("Hi")}
+		out := a.Exchange(context.Background(), req)
+		if out.Err == nil || out.Err.Details["reason"] != provider.ReasonBadRequest || out.Err.Details["status"] != nil {
+			t.Errorf("%+v: got %v", req, out.Err)
+		}
+		if _, _, path := rec.last(); path != "" {
+			t.Errorf("%+v: a request was sent", req)
+		}
+	}
+}

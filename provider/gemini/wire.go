@@ -16,6 +16,7 @@ type wireRequest struct {
 	SystemInstruction *wireContent      `json:"systemInstruction,omitempty"`
 	Contents          []wireContent     `json:"contents"`
 	Tools             []wireTool        `json:"tools,omitempty"`
+	ToolConfig        *toolConfig       `json:"toolConfig,omitempty"`
 	GenerationConfig  *generationConfig `json:"generationConfig,omitempty"`
 }
 
@@ -53,6 +54,16 @@ type functionDeclaration struct {
 	Name                 string          `json:"name"`
 	Description          string          `json:"description,omitempty"`
 	ParametersJSONSchema json.RawMessage `json:"parametersJsonSchema"`
+}
+
+// toolConfig carries Request.ToolChoice (WIRES §3.1).
+type toolConfig struct {
+	FunctionCallingConfig functionCallingConfig `json:"functionCallingConfig"`
+}
+
+type functionCallingConfig struct {
+	Mode                 string   `json:"mode"` // AUTO | NONE | ANY
+	AllowedFunctionNames []string `json:"allowedFunctionNames,omitempty"`
 }
 
 type generationConfig struct {
@@ -159,6 +170,14 @@ type call struct {
 
 // buildRequest encodes req for the wire and returns the model name for the URL.
 func buildRequest(req provider.Request, n *names) (string, []byte, error) {
+	choice, chosen, err := provider.ParseToolChoice(req)
+	if err != nil {
+		return "", nil, err
+	}
+	wantJSON, err := provider.WantsJSON(req)
+	if err != nil {
+		return "", nil, err
+	}
 	_, model, found := strings.Cut(req.Model, "/")
 	if !found {
 		model = req.Model
@@ -269,6 +288,16 @@ func buildRequest(req provider.Request, n *names) (string, []byte, error) {
 			decls = append(decls, functionDeclaration{Name: n.Wire(t.Name), Description: t.Description, ParametersJSONSchema: schema})
 		}
 		wr.Tools = []wireTool{{FunctionDeclarations: decls}}
+		switch choice {
+		case provider.ChoiceAuto:
+			wr.ToolConfig = &toolConfig{functionCallingConfig{Mode: "AUTO"}}
+		case provider.ChoiceNone:
+			wr.ToolConfig = &toolConfig{functionCallingConfig{Mode: "NONE"}}
+		case provider.ChoiceRequired:
+			wr.ToolConfig = &toolConfig{functionCallingConfig{Mode: "ANY"}}
+		case provider.ChoiceTool:
+			wr.ToolConfig = &toolConfig{functionCallingConfig{Mode: "ANY", AllowedFunctionNames: []string{n.Wire(chosen)}}}
+		}
 	}
 	gc := generationConfig{Temperature: req.Temperature}
 	if req.MaxTokens > 0 {
@@ -276,6 +305,8 @@ func buildRequest(req provider.Request, n *names) (string, []byte, error) {
 	}
 	if req.Schema != nil {
 		gc.ResponseMimeType, gc.ResponseJSONSchema = "application/json", req.Schema
+	} else if wantJSON {
+		gc.ResponseMimeType = "application/json"
 	}
 	if gc.Temperature != nil || gc.MaxOutputTokens != 0 || gc.ResponseMimeType != "" {
 		wr.GenerationConfig = &gc

@@ -162,6 +162,7 @@ type wireRequest struct {
 	Model             string          `json:"model"`
 	Messages          []wireMessage   `json:"messages"`
 	Tools             []wireTool      `json:"tools,omitempty"`
+	ToolChoice        any             `json:"tool_choice,omitempty"` // "auto" | "none" | "required" | namedChoice
 	ParallelToolCalls *bool           `json:"parallel_tool_calls,omitempty"`
 	ResponseFormat    *responseFormat `json:"response_format,omitempty"`
 	Temperature       *float64        `json:"temperature,omitempty"`
@@ -199,6 +200,14 @@ type wireFuncDef struct {
 	Parameters  json.RawMessage `json:"parameters,omitempty"`
 }
 
+// namedChoice is the object form of tool_choice forcing one function (WIRES.md §1.1).
+type namedChoice struct {
+	Type     string `json:"type"` // "function"
+	Function struct {
+		Name string `json:"name"`
+	} `json:"function"`
+}
+
 type responseFormat struct {
 	Type       string      `json:"type"`
 	JSONSchema *jsonSchema `json:"json_schema,omitempty"`
@@ -213,6 +222,14 @@ type jsonSchema struct {
 func ptr[T any](v T) *T { return &v }
 
 func (a *Adapter) encode(req provider.Request, names *provider.Names) ([]byte, error) {
+	choice, chosen, err := provider.ParseToolChoice(req)
+	if err != nil {
+		return nil, err
+	}
+	wantJSON, err := provider.WantsJSON(req)
+	if err != nil {
+		return nil, err
+	}
 	_, model, _ := strings.Cut(req.Model, "/")
 	w := wireRequest{Model: model, Messages: []wireMessage{}, Temperature: req.Temperature}
 	if req.System != "" {
@@ -238,6 +255,20 @@ func (a *Adapter) encode(req provider.Request, names *provider.Names) ([]byte, e
 	}
 	if len(w.Tools) > 0 && a.Profile.ParallelToolCalls {
 		w.ParallelToolCalls = ptr(true)
+	}
+	// tool_choice only travels with tools (WIRES.md §1.1: omit it when there are none).
+	if len(w.Tools) > 0 {
+		switch choice {
+		case provider.ChoiceAuto, provider.ChoiceNone, provider.ChoiceRequired:
+			w.ToolChoice = choice
+		case provider.ChoiceTool:
+			nc := namedChoice{Type: "function"}
+			nc.Function.Name = names.Wire(chosen)
+			w.ToolChoice = nc
+		}
+	}
+	if wantJSON {
+		w.ResponseFormat = &responseFormat{Type: "json_object"}
 	}
 	if req.Schema != nil {
 		if a.Profile.JSONObjectOnly {

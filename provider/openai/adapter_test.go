@@ -408,3 +408,72 @@ func TestConnectionRefused(t *testing.T) {
 	l.Close()
 	mustFail(t, adapter(t, "ollama", url).Exchange(context.Background(), provider.Request{Model: "ollama/m", Messages: []provider.Message{provider.UserText("hi")}}), provider.ReasonNetwork, 0, 0)
 }
+
+// fields decodes a request body into its top-level fields.
+func fields(t *testing.T, body []byte) map[string]json.RawMessage {
+	t.Helper()
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(body, &m); err != nil {
+		t.Fatalf("body is not a JSON object: %v\n%s", err, body)
+	}
+	return m
+}
+
+func TestToolChoiceAndFormat(t *testing.T) {
+	cases := []struct {
+		name, choice, format string
+		tools                []provider.ToolDef
+		wantChoice, wantFmt  string // compact JSON; "" → field absent
+	}{
+		{"default", "", "", tools, "", ""},
+		{"text", "", "text", tools, "", ""},
+		{"auto", "auto", "", tools, `"auto"`, ""},
+		{"none", "none", "", tools, `"none"`, ""},
+		{"required", "required", "", tools, `"required"`, ""},
+		{"named", "tool:mcp:fs/read_text_file", "", tools, `{"type":"function","function":{"name":"mcp_fs_read_text_file"}}`, ""},
+		{"auto without tools", "auto", "", nil, "", ""},
+		{"json", "", "json", nil, "", `{"type":"json_object"}`},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			s := newServer(t, 200, nil, textReply)
+			mustOK(t, adapter(t, "openai", s.URL).Exchange(context.Background(), provider.Request{Model: "openai/gpt-4o",
+				Messages: []provider.Message{provider.UserText("json please")}, Tools: c.tools, ToolChoice: c.choice, Format: c.format}))
+			f := fields(t, s.lastBody(t))
+			if got := string(f["tool_choice"]); got != c.wantChoice {
+				t.Errorf("tool_choice = %s, want %s", got, c.wantChoice)
+			}
+			if got := string(f["response_format"]); got != c.wantFmt {
+				t.Errorf("response_format = %s, want %s", got, c.wantFmt)
+			}
+		})
+	}
+}
+
+func TestSchemaWinsOverFormat(t *testing.T) {
+	s := newServer(t, 200, nil, textReply)
+	schema := map[string]any{"type": "object"}
+	mustOK(t, adapter(t, "openai", s.URL).Exchange(context.Background(), provider.Request{Model: "openai/gpt-4o",
+		Messages: []provider.Message{provider.UserText("ok?")}, Schema: schema, Format: "json"}))
+	if got := string(fields(t, s.lastBody(t))["response_format"]); !strings.Contains(got, `"json_schema"`) {
+		t.Errorf("response_format = %s", got)
+	}
+}
+
+func TestToolChoiceBadRequest(t *testing.T) {
+	for _, c := range []provider.Request{
+		{ToolChoice: "sometimes", Tools: tools},
+		{ToolChoice: "tool:nika:write", Tools: tools},
+		{ToolChoice: "tool:nika:read"},
+		{ToolChoice: "required"},
+		{Format: "yaml"},
+	} {
+		s := newServer(t, 200, nil, textReply)
+		c.Model = "openai/gpt-4o"
+		c.Messages = []provider.Message{provider.UserText("hi")}
+		mustFail(t, adapter(t, "openai", s.URL).Exchange(context.Background(), c), provider.ReasonBadRequest, 0, 0)
+		if len(s.bodies) != 0 {
+			t.Errorf("%+v: a request was sent", c)
+		}
+	}
+}
