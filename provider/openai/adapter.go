@@ -269,6 +269,9 @@ func (a *Adapter) encode(req provider.Request, names *provider.Names) ([]byte, e
 	}
 	if wantJSON {
 		w.ResponseFormat = &responseFormat{Type: "json_object"}
+		if a.Profile.NoJSONObject {
+			w.ResponseFormat = &responseFormat{Type: "json_schema", JSONSchema: &jsonSchema{Name: "output", Schema: map[string]any{}}}
+		}
 	}
 	if req.Schema != nil {
 		if a.Profile.JSONObjectOnly {

@@ -477,3 +477,14 @@ func TestToolChoiceBadRequest(t *testing.T) {
 		}
 	}
 }
+
+// LM Studio refuses json_object (WIRES.md §1.7): a plain JSON request goes as
+// json_schema with the schema {}.
+func TestJSONFormatWithoutJSONObject(t *testing.T) {
+	s := newServer(t, 200, nil, textReply)
+	mustOK(t, adapter(t, "lmstudio", s.URL).Exchange(context.Background(), provider.Request{Model: "lmstudio/m",
+		Messages: []provider.Message{provider.UserText("json please")}, Format: "json"}))
+	if got := string(fields(t, s.lastBody(t))["response_format"]); got != `{"type":"json_schema","json_schema":{"name":"output","schema":{}}}` {
+		t.Errorf("response_format = %s", got)
+	}
+}

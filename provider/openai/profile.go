@@ -24,6 +24,10 @@ type Profile struct {
 	// JSONObjectOnly: the server knows response_format json_object but not json_schema (DeepSeek);
 	// a Request.Schema is then sent as {"type":"json_object"} and SupportsSchema reports false.
 	JSONObjectOnly bool
+	// NoJSONObject: the server refuses response_format json_object (LM Studio,
+	// WIRES.md §1.7); a plain JSON request goes as json_schema with the
+	// schema {}, which admits any JSON value.
+	NoJSONObject bool
 	// IDs9: tool-call ids must be exactly 9 characters [a-zA-Z0-9] (Mistral, D44); other ids are
 	// mapped deterministically on the way out.
 	IDs9 bool
@@ -55,7 +59,7 @@ var Profiles = []Profile{
 	{Name: "ollama", BaseURL: "http://localhost:11434/v1", KeyVars: vars("OLLAMA"),
 		BaseURLVars: baseVars("OLLAMA"), MaxTokensField: maxTokens},
 	{Name: "lmstudio", BaseURL: "http://localhost:1234/v1", KeyVars: vars("LMSTUDIO"),
-		BaseURLVars: baseVars("LMSTUDIO"), MaxTokensField: maxTokens},
+		BaseURLVars: baseVars("LMSTUDIO"), MaxTokensField: maxTokens, NoJSONObject: true},
 	{Name: "llamacpp", BaseURL: "http://localhost:8080/v1", KeyVars: vars("LLAMACPP"),
 		BaseURLVars: baseVars("LLAMACPP"), MaxTokensField: maxTokens, ParallelToolCalls: true},
 	{Name: "localai", BaseURL: "http://localhost:8080/v1", KeyVars: vars("LOCALAI", "LOCALAI_API_KEY"),
