@@ -1,0 +1,381 @@
+// Package agent is the `agent` verb (AGENT.md): a ReAct loop over the run's shared provider
+// registry, offering the tools the task's `tools:` whitelist (and permits.tools, D29) admits,
+// dispatching each turn's calls in parallel (package dispatch) and folding them in request order,
+// with stall detection (package guard) and tool routing (package router).
+package agent
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+	"unicode"
+
+	"github.com/nikahq/nika/provider"
+	"github.com/nikahq/nika/spec"
+	"github.com/nikahq/nika/spec/catalog"
+	"github.com/nikahq/nika/spec/schema"
+	"github.com/nikahq/nika/tools"
+	"github.com/nikahq/nika/verbs/agent/dispatch"
+	"github.com/nikahq/nika/verbs/agent/guard"
+	"github.com/nikahq/nika/verbs/agent/router"
+	"github.com/nikahq/nika/verbs/internal/fields"
+	"github.com/nikahq/nika/workflow"
+)
+
+// Codes raised by the loop (AGENT.md §12).
+const (
+	CodeMaxTurns  = "NIKA-AGENT-001"
+	CodeMaxTokens = "NIKA-AGENT-002"
+	CodeStalled   = guard.CodeStalled
+	CodeParam     = "NIKA-AGENT-004"
+	CodeWhitelist = "NIKA-SEC-002"
+	CodeSchema    = "NIKA-INFER-002"
+	CodeUnknown   = "NIKA-INVOKE-001"
+	CodeArgs      = "NIKA-INVOKE-002"
+	CodeCancel    = fields.CodeCancel
+)
+
+// Stages of NIKA-INFER-002 raised by the loop.
+const (
+	StageCompile  = "compile"
+	StageDone     = "done"
+	StageFinalize = "finalize"
+)
+
+// Defaults and limits of AGENT.md §1.1.
+const (
+	DefaultMaxTurns   = 10
+	MaxMaxTurns       = 1000
+	SchemaRetryBudget = 2
+	composeMaxBytes   = 262144
+	composeListed     = 12
+	maxNameBytes      = 256
+	digestPart        = 512
+	digestMax         = 2048
+	reaskSchemaChars  = 4096
+)
+
+// ReaskText is the exact re-ask text of AGENT.md §5.4 (detail, then schema).
+const ReaskText = "Your previous reply does not match the required output schema. Validation error: %s. Reply again with one JSON value that satisfies the JSON Schema below, with no prose and no code fences:\n%s"
+
+// Config is the engine-internal configuration of AGENT.md §1.3 (never YAML).
+type Config struct {
+	MaxParallelTools int           // 0 → 8; accepted 0..1024
+	ToolTimeout      time.Duration // per call; 0 = none
+	Guard            guard.Config
+	Router           router.Config
+}
+
+// Verb runs agent jobs. It holds no per-run state and is safe for concurrent use.
+type Verb struct {
+	// Providers serves every model of the run (one instance per provider, shared).
+	Providers *provider.Registry
+	// Builtins runs the nika: tools; nil means none are in this build.
+	Builtins *tools.Builtins
+	Config   Config
+}
+
+// run is the state of one attempt, owned by the loop goroutine.
+type run struct {
+	v        *Verb
+	job      workflow.Job
+	prov     provider.Provider
+	native   bool
+	prompt   string
+	system   string
+	temp     *float64
+	maxTurns int
+	blame    string
+	maxTok   int
+	globs    []string
+	sch      *schema.Schema
+	schDoc   any
+	universe []provider.ToolDef
+	byName   map[string]provider.ToolDef
+	rt       *router.Router
+	gd       *guard.Guard
+
+	msgs     []provider.Message
+	usage    []workflow.Usage
+	total    int
+	lastText string
+	digest   string
+}
+
+// Run runs one agent job (planner.Verb). The output is the final answer: the last assistant text,
+// nika:done's result, or with `schema:` the validated JSON value. Outcome.Usage holds one entry per
+// provider request, re-asks included.
+func (v *Verb) Run(ctx context.Context, job workflow.Job) workflow.Outcome {
+	r, err := v.arm(job)
+	if err != nil {
+		return workflow.Failed(err)
+	}
+	out, ferr := r.loop(ctx)
+	if ferr != nil {
+		return workflow.Outcome{Err: ferr, Usage: r.usage}
+	}
+	return workflow.Outcome{Output: out, Usage: r.usage}
+}
+
+// paramErr is a field of the task invalid only after evaluation: NIKA-VAR-006
+// for every verb (D27).
+func paramErr(param, format string, args ...any) *spec.Error {
+	detail := fmt.Sprintf(format, args...)
+	return spec.NewError(spec.CodeVarRuntime, "invalid agent field `"+param+"`: "+detail, map[string]any{"field": param, "detail": detail})
+}
+
+// apiErr is a misuse of the Go API by an embedding program (bad Config, no
+// providers): NIKA-AGENT-004 (D27).
+func apiErr(param, format string, args ...any) *spec.Error {
+	detail := fmt.Sprintf(format, args...)
+	return spec.NewError(CodeParam, "invalid agent configuration `"+param+"`: "+detail, map[string]any{"param": param, "detail": detail})
+}
+
+// arm is AGENT.md §3: parameters, schema, whitelist, universe, model, budgets, router and guard.
+func (v *Verb) arm(job workflow.Job) (*run, *spec.Error) {
+	r := &run{v: v, job: job}
+	f := job.Fields
+	prompt, ok, err := fields.String(f, "prompt")
+	switch {
+	case err != nil:
+		return nil, paramErr("prompt", "%s", err.Message)
+	case !ok || strings.TrimSpace(prompt) == "":
+		return nil, paramErr("prompt", "`prompt` is empty after evaluation")
+	}
+	r.prompt = prompt
+	if r.system, _, err = fields.String(f, "system"); err != nil {
+		return nil, paramErr("system", "%s", err.Message)
+	}
+	if n, ok, err := fields.Integer(f, "max_turns"); err != nil {
+		return nil, paramErr("max_turns", "%s", err.Message)
+	} else if ok {
+		if n < 1 || n > MaxMaxTurns {
+			return nil, paramErr("max_turns", "must be from 1 to %d, not %d", MaxMaxTurns, n)
+		}
+		r.maxTurns, r.blame = n, "caller"
+	} else {
+		r.maxTurns, r.blame = DefaultMaxTurns, "contract"
+	}
+	if n, ok, err := fields.Integer(f, "max_tokens_total"); err != nil {
+		return nil, paramErr("max_tokens_total", "%s", err.Message)
+	} else if ok {
+		if n < 1 {
+			return nil, paramErr("max_tokens_total", "must be a positive integer, not %d", n)
+		}
+		r.maxTok = n
+	}
+	if t, ok, err := fields.Number(f, "temperature"); err != nil {
+		return nil, paramErr("temperature", "%s", err.Message)
+	} else if ok {
+		if t < 0 || t > 2 {
+			return nil, paramErr("temperature", "must be from 0 to 2, not %v", t)
+		}
+		r.temp = &t
+	}
+	globs, perr := toolGlobs(f["tools"])
+	if perr != nil {
+		return nil, perr
+	}
+	r.globs = globs
+	if err := (dispatch.Config{MaxParallel: v.Config.MaxParallelTools, CallTimeout: v.Config.ToolTimeout}).Validate(); err != nil {
+		return nil, apiErr("max_parallel_tools", "%v", err)
+	}
+	if doc, ok := f["schema"]; ok && doc != nil {
+		sch, cerr := schema.Compile(doc)
+		if cerr != nil {
+			return nil, spec.NewError(CodeSchema, fmt.Sprintf("`schema` does not compile: %v", cerr),
+				map[string]any{"stage": StageCompile, "detail": cerr.Error()})
+		}
+		r.sch, r.schDoc = sch, doc
+	}
+	r.buildUniverse()
+	if job.Model == "" {
+		return nil, paramErr("model", "no model resolves for this task")
+	}
+	if v.Providers == nil {
+		return nil, apiErr("model", "no model providers are configured")
+	}
+	p, ferr := v.Providers.For(job.Model)
+	if ferr != nil {
+		return nil, paramErr("model", "%s", ferr.Message)
+	}
+	r.prov = p
+	if ns, ok := p.(provider.NativeSchema); ok && ns.SupportsSchema(job.Model) {
+		r.native = true
+	}
+	defs := make([]router.Def, len(r.universe))
+	for i, d := range r.universe {
+		defs[i] = router.Def{Name: d.Name, Description: d.Description}
+	}
+	r.rt = router.New(v.Config.Router, defs)
+	r.gd = guard.New(v.Config.Guard)
+	return r, nil
+}
+
+func toolGlobs(x any) ([]string, *spec.Error) {
+	switch l := x.(type) {
+	case nil:
+		return nil, nil
+	case []string:
+		return append([]string(nil), l...), nil
+	case []any:
+		out := make([]string, len(l))
+		for i, e := range l {
+			s, ok := e.(string)
+			if !ok {
+				return nil, paramErr("tools", "entry %d is %s, not a string", i, fields.KindOf(e))
+			}
+			out[i] = s
+		}
+		return out, nil
+	}
+	return nil, paramErr("tools", "must be a list of tool globs, not %s", fields.KindOf(x))
+}
+
+// admitted is D29: the whitelist and, when the workflow has permits, permits.tools.
+func (r *run) admitted(name string) bool {
+	if !spec.ToolAllowed(r.globs, name) {
+		return false
+	}
+	return r.job.Permits == nil || spec.ToolAllowed(r.job.Permits.Tools, name)
+}
+
+// clean reports whether a tool name passes §3.1 step 3 / §5.2 b.
+func clean(name string) bool {
+	if name == "" || len(name) > maxNameBytes {
+		return false
+	}
+	for _, c := range name {
+		if unicode.IsControl(c) {
+			return false
+		}
+	}
+	first, last := []rune(name)[0], []rune(name)[len([]rune(name))-1]
+	return !unicode.IsSpace(first) && !unicode.IsSpace(last)
+}
+
+// rank is the author rank of §1.2: the index of the first positive rule matching name.
+func (r *run) rank(name string) int {
+	for i, g := range r.globs {
+		if strings.HasPrefix(g, "!") {
+			continue
+		}
+		if spec.ToolAllowed([]string{g}, name) {
+			return i
+		}
+	}
+	return len(r.globs)
+}
+
+// buildUniverse is §3.1: the builtins of this build (sorted by name) minus loop-owned, denied,
+// unclean and duplicate names, then the synthesized nika:done and nika:compose, stable-sorted by
+// author rank. MCP tools are not in this build.
+func (r *run) buildUniverse() {
+	r.byName = map[string]provider.ToolDef{}
+	if len(r.globs) == 0 {
+		return
+	}
+	all := catalog.All()
+	bs := make([]*catalog.Builtin, 0, len(all))
+	for _, b := range all {
+		bs = append(bs, b)
+	}
+	sort.SliceStable(bs, func(i, j int) bool { return bs[i].Name < bs[j].Name })
+	var u []provider.ToolDef
+	for _, b := range bs {
+		n := b.Name
+		if n == router.NameDone || n == router.NameCompose || b.AgentOnly {
+			continue
+		}
+		if !r.admitted(n) || !clean(n) {
+			continue
+		}
+		if _, dup := r.byName[n]; dup {
+			continue
+		}
+		if r.v.Builtins == nil || !r.v.Builtins.Has(n) {
+			continue
+		}
+		d := provider.ToolDef{Name: n, Description: b.Description, Parameters: b.Params}
+		r.byName[n] = d
+		u = append(u, d)
+	}
+	for _, n := range []string{router.NameDone, router.NameCompose} {
+		if !r.admitted(n) {
+			continue
+		}
+		if b, ok := catalog.Lookup(n); ok {
+			d := provider.ToolDef{Name: n, Description: b.Description, Parameters: b.Params}
+			r.byName[n] = d
+			u = append(u, d)
+		}
+	}
+	sort.SliceStable(u, func(i, j int) bool { return r.rank(u[i].Name) < r.rank(u[j].Name) })
+	r.universe = u
+}
+
+func (r *run) emit(kind string, f map[string]any) {
+	if r.job.Emit != nil {
+		r.job.Emit(kind, f)
+	}
+}
+
+// lastAssistantText is §5.5 over the transcript (the classified response included).
+func lastAssistantText(m provider.Message) string {
+	var parts []string
+	for _, b := range m.Blocks {
+		if b.Type == provider.BlockText && b.Text != "" {
+			parts = append(parts, b.Text)
+		}
+	}
+	return strings.Join(parts, "\n")
+}
+
+// ask sends one request as a batch of one and accounts its usage.
+func (r *run) ask(ctx context.Context, req provider.Request) (*provider.Response, *spec.Error) {
+	start := time.Now()
+	o := complete(ctx, r.prov, []provider.Request{req})[0]
+	if r.job.Live != nil {
+		grp, _, _ := provider.SplitModel(req.Model)
+		n := workflow.LiveNote{Kind: "provider_request", Provider: grp, Model: req.Model, Outcome: "ok", Elapsed: time.Since(start)}
+		if o.Err != nil {
+			n.Outcome, n.Code, n.IsError = o.Err.Code, o.Err.Code, true
+		} else if o.Response != nil {
+			n.InputTokens, n.OutputTokens = o.Response.Usage.InputTokens, o.Response.Usage.OutputTokens
+		}
+		r.job.Live(n)
+	}
+	switch {
+	case o.Err != nil:
+		if ctx.Err() != nil && (provider.ReasonOf(o.Err) == provider.ReasonCancelled || o.Err.Code == "") {
+			return nil, fields.Cancelled(ctx, o.Err)
+		}
+		return nil, o.Err
+	case o.Response == nil:
+		return nil, spec.NewError("", "the provider returned an outcome with neither a response nor an error", nil)
+	}
+	u := o.Response.Usage
+	r.usage = append(r.usage, workflow.Usage{Model: r.job.Model, InputTokens: u.InputTokens, OutputTokens: u.OutputTokens, Reported: u.Reported})
+	r.total += u.InputTokens + u.OutputTokens
+	return o.Response, nil
+}
+
+// complete calls the provider, holding it to its contract: one outcome per request, no panic.
+func complete(ctx context.Context, p provider.Provider, reqs []provider.Request) (out []provider.Outcome) {
+	defer func() {
+		if rec := recover(); rec != nil {
+			out = []provider.Outcome{{Err: spec.NewError("", fmt.Sprintf("the provider panicked: %v", rec), nil)}}
+		}
+	}()
+	out = p.Complete(ctx, reqs)
+	if len(out) != len(reqs) {
+		return []provider.Outcome{{Err: spec.NewError("", fmt.Sprintf("the provider returned %d outcomes for %d requests", len(out), len(reqs)), nil)}}
+	}
+	return out
+}
+
+func snapshot(msgs []provider.Message) []provider.Message {
+	return append([]provider.Message(nil), msgs...)
+}

@@ -1,0 +1,263 @@
+package agent
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+
+	"go.uber.org/goleak"
+
+	"github.com/nikahq/nika/provider"
+	"github.com/nikahq/nika/provider/providertest"
+	"github.com/nikahq/nika/spec/canon"
+	"github.com/nikahq/nika/tools"
+	"github.com/nikahq/nika/workflow"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+type rec struct{ lines []string }
+
+func (r *rec) emit(kind string, f map[string]any) {
+	b, err := canon.Marshal(f)
+	if err != nil {
+		panic(err)
+	}
+	r.lines = append(r.lines, kind+" "+string(b))
+}
+
+func setup(t *testing.T, p provider.Provider, fields map[string]any, par int) (*Verb, workflow.Job, *rec) {
+	t.Helper()
+	reg := provider.NewRegistry()
+	reg.Register("test", p)
+	reg.Register("mock", provider.NewMock())
+	model := "test/m"
+	if _, ok := p.(*provider.Mock); ok {
+		model = provider.MockModel
+	}
+	r := &rec{}
+	v := &Verb{Providers: reg, Builtins: tools.NewBuiltins(), Config: Config{MaxParallelTools: par}}
+	job := workflow.Job{Verb: "agent", Fields: fields, Model: model, Attempt: 1, Iteration: -1, Emit: r.emit}
+	return v, job, r
+}
+
+func hashCall(id, content string) providertest.Call {
+	return providertest.Call{ID: id, Name: "nika:hash", Input: fmt.Sprintf(`{"content":%q}`, content)}
+}
+
+func transcript(t *testing.T, reqs []provider.Request) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	for _, r := range reqs {
+		if err := enc.Encode(r.Messages); err != nil {
+			t.Fatal(err)
+		}
+		names := make([]string, len(r.Tools))
+		for i, d := range r.Tools {
+			names[i] = d.Name
+		}
+		if err := enc.Encode(names); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return buf.Bytes()
+}
+
+func TestThreeCallsFedBackInRequestOrder(t *testing.T) {
+	p := providertest.NewScripted(
+		providertest.ToolCalls("", hashCall("c-a", "a"), hashCall("c-b", "b"), hashCall("c-c", "c")),
+		providertest.Reply("finished"),
+	)
+	v, job, ev := setup(t, p, map[string]any{"prompt": "hash things", "tools": []any{"nika:hash"}}, 8)
+	out := v.Run(context.Background(), job)
+	if out.Err != nil {
+		t.Fatal(out.Err)
+	}
+	if out.Output != "finished" || len(out.Usage) != 2 {
+		t.Fatalf("output %v usage %d", out.Output, len(out.Usage))
+	}
+	reqs := p.Requests()
+	if len(reqs) != 2 {
+		t.Fatalf("%d requests", len(reqs))
+	}
+	msgs := reqs[1].Messages
+	last := msgs[len(msgs)-1]
+	if last.Role != provider.RoleUser || len(last.Blocks) != 3 {
+		t.Fatalf("last message %+v", last)
+	}
+	for i, id := range []string{"c-a", "c-b", "c-c"} {
+		b := last.Blocks[i]
+		if b.Type != provider.BlockToolResult || b.ToolUseID != id || b.IsError {
+			t.Fatalf("block %d = %+v", i, b)
+		}
+	}
+	var invoked []string
+	for _, l := range ev.lines {
+		if strings.HasPrefix(l, "tool_invoked ") {
+			invoked = append(invoked, l)
+		}
+	}
+	if len(invoked) != 3 || !strings.Contains(invoked[2], `"index":2`) || !strings.Contains(invoked[0], `"tool":"nika:hash"`) {
+		t.Fatalf("events %v", invoked)
+	}
+}
+
+func TestByteIdenticalAcrossParallelism(t *testing.T) {
+	script := func() *providertest.Scripted {
+		var turn1, turn2 []providertest.Call
+		for i := range 7 {
+			turn1 = append(turn1, hashCall(fmt.Sprintf("a%d", i), fmt.Sprintf("x%d", i)))
+		}
+		turn2 = append(turn2, hashCall("b0", "y"), providertest.Call{ID: "b1", Name: "nika:hash", Input: `{"nope":1}`},
+			providertest.Call{ID: "b2", Name: "nika:jq", Input: `{"filter":".a","input":{"a":1}}`})
+		return providertest.NewScripted(providertest.ToolCalls("t1", turn1...), providertest.ToolCalls("", turn2...), providertest.Reply("ok"))
+	}
+	var ref, refEv []byte
+	for _, par := range []int{1, 2, 8, 64} {
+		p := script()
+		v, job, ev := setup(t, p, map[string]any{"prompt": "p", "tools": []any{"nika:*"}}, par)
+		out := v.Run(context.Background(), job)
+		if out.Err != nil {
+			t.Fatal(out.Err)
+		}
+		tr := transcript(t, p.Requests())
+		evb := []byte(strings.Join(ev.lines, "\n"))
+		if ref == nil {
+			ref, refEv = tr, evb
+			continue
+		}
+		if !bytes.Equal(tr, ref) {
+			t.Fatalf("P=%d transcript differs", par)
+		}
+		if !bytes.Equal(evb, refEv) {
+			t.Fatalf("P=%d events differ:\n%s\n---\n%s", par, evb, refEv)
+		}
+	}
+}
+
+func TestDoneWithResult(t *testing.T) {
+	p := providertest.NewScripted(providertest.ToolCalls("", hashCall("h", "z"),
+		providertest.Call{ID: "d", Name: "nika:done", Input: `{"result":{"answer":42}}`}))
+	v, job, ev := setup(t, p, map[string]any{"prompt": "p", "tools": []any{"nika:hash", "nika:done"},
+		"schema": map[string]any{"type": "object", "required": []any{"answer"}}}, 8)
+	out := v.Run(context.Background(), job)
+	if out.Err != nil {
+		t.Fatal(out.Err)
+	}
+	m, ok := out.Output.(map[string]any)
+	if !ok || m["answer"] != 42 {
+		t.Fatalf("output %#v", out.Output)
+	}
+	for _, l := range ev.lines {
+		if strings.HasPrefix(l, "tool_invoked") {
+			t.Fatalf("sibling dispatched: %s", l)
+		}
+	}
+}
+
+func TestMaxTurnsExhausted(t *testing.T) {
+	for _, tc := range []struct {
+		fields map[string]any
+		msg    string
+	}{
+		{map[string]any{"max_turns": 2}, "max_turns exhausted after 2 turns (limit 2, set by this task)"},
+		{map[string]any{}, "max_turns exhausted after 10 turns (limit 10 is the default; set max_turns on the task to raise it)"},
+	} {
+		p := providertest.NewScripted()
+		for i := range 12 {
+			p.Push(providertest.ToolCalls(fmt.Sprintf("step %d", i), hashCall(fmt.Sprintf("c%d", i), fmt.Sprint(i))))
+		}
+		tc.fields["prompt"] = "p"
+		tc.fields["tools"] = []any{"nika:hash"}
+		v, job, _ := setup(t, p, tc.fields, 8)
+		out := v.Run(context.Background(), job)
+		if out.Err == nil || out.Err.Code != CodeMaxTurns || out.Err.Message != tc.msg {
+			t.Fatalf("got %v", out.Err)
+		}
+		if out.Err.Details["partial_output"] == "" {
+			t.Fatal("empty partial_output")
+		}
+	}
+}
+
+func TestCallOutsideWhitelistDispatchesNothing(t *testing.T) {
+	p := providertest.NewScripted(providertest.ToolCalls("", hashCall("a", "1"),
+		providertest.Call{ID: "b", Name: "nika:read", Input: `{"path":"x"}`}))
+	v, job, ev := setup(t, p, map[string]any{"prompt": "p", "tools": []any{"nika:hash"}}, 8)
+	out := v.Run(context.Background(), job)
+	if out.Err == nil || out.Err.Code != CodeWhitelist || out.Err.Details["tool"] != "nika:read" {
+		t.Fatalf("got %v", out.Err)
+	}
+	for _, l := range ev.lines {
+		if strings.HasPrefix(l, "tool_invoked") {
+			t.Fatalf("dispatched: %s", l)
+		}
+	}
+}
+
+func TestComposeBrokenDraft(t *testing.T) {
+	p := providertest.NewScripted(
+		providertest.ToolCalls("", providertest.Call{ID: "k", Name: "nika:compose", Input: `{"workflow_yaml":"nika: v1\ntasks:\n  - id: a\n    infer: {prompt: hi}\n    depends_on: [missing]\n"}`}),
+		providertest.Reply("done"),
+	)
+	v, job, ev := setup(t, p, map[string]any{"prompt": "p", "tools": []any{"nika:compose"}}, 8)
+	out := v.Run(context.Background(), job)
+	if out.Err != nil {
+		t.Fatal(out.Err)
+	}
+	reqs := p.Requests()
+	msgs := reqs[1].Messages
+	res := msgs[len(msgs)-1].Blocks[0]
+	if !res.IsError || !strings.HasPrefix(res.Content, `{"valid":false`) || !strings.Contains(res.Content, "NIKA-") {
+		t.Fatalf("compose result %+v", res)
+	}
+	found := false
+	for _, l := range ev.lines {
+		if strings.HasPrefix(l, "agent_compose_checked") && strings.Contains(l, `"valid":false`) {
+			found = true
+		}
+		if strings.HasPrefix(l, "tool_invoked") {
+			t.Fatalf("compose emitted tool_invoked: %s", l)
+		}
+	}
+	if !found {
+		t.Fatalf("no compose event: %v", ev.lines)
+	}
+}
+
+func TestMockEndToEndDeterministic(t *testing.T) {
+	var first any
+	var firstEv []string
+	for range 3 {
+		v, job, ev := setup(t, provider.NewMock(), map[string]any{"prompt": "hash it", "tools": []any{"nika:hash", "nika:done"}}, 8)
+		out := v.Run(context.Background(), job)
+		if out.Err != nil {
+			t.Fatal(out.Err)
+		}
+		if first == nil {
+			first, firstEv = out.Output, ev.lines
+			continue
+		}
+		if fmt.Sprint(out.Output) != fmt.Sprint(first) || strings.Join(ev.lines, "\n") != strings.Join(firstEv, "\n") {
+			t.Fatalf("not deterministic: %v vs %v", out.Output, first)
+		}
+	}
+	if first != "hash it" {
+		t.Fatalf("output %#v", first)
+	}
+}
+
+func TestCancelled(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	v, job, _ := setup(t, providertest.NewScripted(providertest.Reply("x")), map[string]any{"prompt": "p"}, 8)
+	out := v.Run(ctx, job)
+	if out.Err == nil || out.Err.Code != CodeCancel {
+		t.Fatalf("got %v", out.Err)
+	}
+}
