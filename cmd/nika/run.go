@@ -22,6 +22,7 @@ import (
 	"github.com/nikahq/nika/spec"
 	"github.com/nikahq/nika/spec/canon"
 	"github.com/nikahq/nika/tools"
+	"github.com/nikahq/nika/verbs/agent"
 	"github.com/nikahq/nika/verbs/exec"
 	"github.com/nikahq/nika/verbs/infer"
 	"github.com/nikahq/nika/verbs/invoke"
@@ -97,11 +98,15 @@ func runWith(args []string, stdout, stderr io.Writer, env runEnv) int {
 	if code, ok := checkModelFlag("run", *model, stderr); !ok {
 		return code
 	}
+	// max_parallel_tools: flag > NIKA_MAX_PARALLEL_TOOLS > 8 (D4).
+	parallelTools := *maxTools
 	if v, ok := env.lookup("NIKA_MAX_PARALLEL_TOOLS"); ok && *maxTools == 0 {
-		if n, err := strconv.Atoi(v); err != nil || n < 1 || n > 1024 {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > 1024 {
 			fmt.Fprintf(stderr, "nika run: NIKA_MAX_PARALLEL_TOOLS must be from 1 to 1024, got %q\n", v)
 			return exitEnv
 		}
+		parallelTools = n
 	}
 	depth := 0
 	if v, ok := env.lookup("NIKA_RUN_DEPTH"); ok {
@@ -190,10 +195,12 @@ func runWith(args []string, stdout, stderr io.Writer, env runEnv) int {
 	}
 
 	// 3. Execute.
+	builtins := tools.NewBuiltins()
 	verbs := map[string]planner.Verb{
 		"exec":   &exec.Verb{Depth: depth},
 		"infer":  &infer.Verb{Providers: providers},
-		"invoke": &invoke.Verb{Builtins: tools.NewBuiltins()},
+		"invoke": &invoke.Verb{Builtins: builtins},
+		"agent":  &agent.Verb{Providers: providers, Builtins: builtins, Config: agent.Config{MaxParallelTools: parallelTools}},
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
