@@ -1,0 +1,107 @@
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/nikahq/nika/event"
+)
+
+// scriptedOpenAI answers an agent: the first turn asks for three tools in
+// one response, the second (once tool results come back) answers in prose.
+// It records the tool_call_id order of the results it receives.
+type scriptedOpenAI struct {
+	mu        sync.Mutex
+	resultIDs [][]string
+}
+
+func (s *scriptedOpenAI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	var req struct {
+		Messages []struct {
+			Role       string `json:"role"`
+			ToolCallID string `json:"tool_call_id"`
+		} `json:"messages"`
+	}
+	b, _ := io.ReadAll(r.Body)
+	_ = json.Unmarshal(b, &req)
+	var ids []string
+	for _, m := range req.Messages {
+		if m.Role == "tool" {
+			ids = append(ids, m.ToolCallID)
+		}
+	}
+	if len(ids) == 0 {
+		io.WriteString(w, `{"choices":[{"index":0,"finish_reason":"tool_calls","message":{"role":"assistant","content":"Working.","tool_calls":[
+ {"id":"call_c","type":"function","function":{"name":"nika_hash","arguments":"{\"content\":\"alpha\"}"}},
+ {"id":"call_a","type":"function","function":{"name":"nika_jq","arguments":"{\"expression\":\". + 1\",\"input\":41}"}},
+ {"id":"call_b","type":"function","function":{"name":"nika_hash","arguments":"{\"content\":\"beta\",\"algo\":\"sha512\"}"}}]}}],
+ "usage":{"prompt_tokens":30,"completion_tokens":20}}`)
+		return
+	}
+	s.mu.Lock()
+	s.resultIDs = append(s.resultIDs, ids)
+	s.mu.Unlock()
+	io.WriteString(w, `{"choices":[{"index":0,"finish_reason":"stop","message":{"role":"assistant","content":"All done."}}],"usage":{"prompt_tokens":80,"completion_tokens":3}}`)
+}
+
+// nika run on an agent task driven by a scripted OpenAI-compatible server:
+// the canonical trace is the same with --max-parallel-tools 1 and 8, and
+// the tool results go back to the server in request order.
+func TestRunAgentParallelToolsSameTrace(t *testing.T) {
+	fake := &scriptedOpenAI{}
+	srv := httptest.NewServer(fake)
+	defer srv.Close()
+	var traces []string
+	for _, n := range []string{"1", "8"} {
+		dir := t.TempDir()
+		copyFile(t, filepath.Join(pkgDir, "testdata", "run", "agent.nika.yaml"), filepath.Join(dir, "agent.nika.yaml"))
+		cmd := exec.Command(nikaBin, "run", "agent.nika.yaml", "--max-parallel-tools", n, "--trace", "trace.ndjson", "--quiet")
+		cmd.Dir = dir
+		cmd.Env = append(append([]string{}, testEnv...), "OPENAI_BASE_URL="+srv.URL+"/v1", "OPENAI_API_KEY=sk-test")
+		out, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("--max-parallel-tools %s: %v", n, err)
+		}
+		if string(out) != `{"answer":"All done."}`+"\n" {
+			t.Errorf("stdout = %q", out)
+		}
+		f, err := os.Open(filepath.Join(dir, "trace.ndjson"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var lines []string
+		sc := bufio.NewScanner(f)
+		for sc.Scan() {
+			d, err := event.Deterministic(sc.Bytes())
+			if err != nil {
+				t.Fatal(err)
+			}
+			lines = append(lines, string(d))
+		}
+		f.Close()
+		traces = append(traces, strings.Join(lines, "\n"))
+	}
+	if traces[0] != traces[1] {
+		t.Errorf("canonical traces differ:\n--- 1 ---\n%s\n--- 8 ---\n%s", traces[0], traces[1])
+	}
+	if !strings.Contains(traces[0], `"tool":"nika:jq"`) || strings.Count(traces[0], `"kind":"tool_invoked"`) != 3 {
+		t.Errorf("the trace lacks the three tool calls:\n%s", traces[0])
+	}
+	for _, ids := range fake.resultIDs {
+		if strings.Join(ids, ",") != "call_c,call_a,call_b" {
+			t.Errorf("tool results sent back as %v, want request order call_c,call_a,call_b", ids)
+		}
+	}
+	if len(fake.resultIDs) != 2 {
+		t.Errorf("the server saw %d result turns, want 2 (one per run)", len(fake.resultIDs))
+	}
+}
