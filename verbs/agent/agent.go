@@ -6,12 +6,14 @@ package agent
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"sort"
 	"strings"
 	"time"
 	"unicode"
 
+	"github.com/nikahq/nika/event"
 	"github.com/nikahq/nika/provider"
 	"github.com/nikahq/nika/spec"
 	"github.com/nikahq/nika/spec/catalog"
@@ -75,6 +77,10 @@ type Verb struct {
 	// Builtins runs the nika: tools; nil means none are in this build.
 	Builtins *tools.Builtins
 	Config   Config
+
+	// exec, when set (tests only), replaces Builtins.Execute for admitted nika: tools; it is the
+	// tool seam of AGENT.md §10.3 that tests replace with byte-stable doubles.
+	exec func(ctx context.Context, c dispatch.Call) (string, json.RawMessage, error)
 }
 
 // run is the state of one attempt, owned by the loop goroutine.
@@ -113,6 +119,11 @@ func (v *Verb) Run(ctx context.Context, job workflow.Job) workflow.Outcome {
 		return workflow.Failed(err)
 	}
 	out, ferr := r.loop(ctx)
+	fin := workflow.LiveNote{Kind: event.LiveAgentFinished, Outcome: "ok"}
+	if ferr != nil {
+		fin.Outcome, fin.Code, fin.IsError = ferr.Code, ferr.Code, true
+	}
+	r.live(fin)
 	if ferr != nil {
 		return workflow.Outcome{Err: ferr, Usage: r.usage}
 	}
@@ -314,6 +325,14 @@ func (r *run) buildUniverse() {
 	}
 	sort.SliceStable(u, func(i, j int) bool { return r.rank(u[i].Name) < r.rank(u[j].Name) })
 	r.universe = u
+}
+
+// live reports to the live stream (D19), never to the canonical one. It is called from the loop
+// goroutine only (the dispatch progress hook runs there too).
+func (r *run) live(n workflow.LiveNote) {
+	if r.job.Live != nil {
+		r.job.Live(n)
+	}
 }
 
 func (r *run) emit(kind string, f map[string]any) {

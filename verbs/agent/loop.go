@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -16,6 +17,7 @@ import (
 	"github.com/nikahq/nika/verbs/agent/guard"
 	"github.com/nikahq/nika/verbs/agent/router"
 	"github.com/nikahq/nika/verbs/internal/fields"
+	"github.com/nikahq/nika/workflow"
 )
 
 // loop is the per-turn loop of AGENT.md §5.1.
@@ -134,7 +136,8 @@ func (r *run) dispatch(ctx context.Context, t int, uses []provider.Block) *spec.
 	exec := func(ctx context.Context, c dispatch.Call) (string, json.RawMessage, error) {
 		return r.execute(ctx, c, bufs[c.Index].emit)
 	}
-	results := dispatch.Resolve(ctx, cfg, dispatch.ExecutorFunc(exec), calls, nil)
+	r.live(workflow.LiveNote{Kind: event.LiveBatchDispatched, Outcome: strconv.Itoa(len(calls))})
+	results := dispatch.Resolve(ctx, cfg, dispatch.ExecutorFunc(exec), calls, liveProgress{r})
 	evs := make([][]bufEvent, len(bufs))
 	for i, b := range bufs {
 		evs[i] = b.close()
@@ -190,11 +193,13 @@ func (r *run) dispatch(ctx context.Context, t int, uses []provider.Block) *spec.
 	case guard.Nudge:
 		if ev, ok := v.NudgeEvent(t); ok {
 			r.emit(event.AgentNudge, map[string]any{"turn": ev.Turn, "reason": string(ev.Reason), "period": ev.Period})
+			r.live(workflow.LiveNote{Kind: event.LiveAgentNudge, Code: string(ev.Reason), Outcome: string(ev.Reason)})
 		}
 		user.Blocks = append(user.Blocks, provider.TextBlock(v.Text))
 	case guard.Stalled:
 		if ev, ok := v.StalledEvent(t); ok {
 			r.emit(event.AgentStalled, map[string]any{"turn": ev.Turn, "period": ev.Period, "repeats": ev.Repeats})
+			r.live(workflow.LiveNote{Kind: event.LiveAgentStalled, Code: CodeStalled, Outcome: string(guard.ReasonRepeatedActions), IsError: true})
 		}
 		d := v.StallDetails()
 		return spec.NewError(CodeStalled, v.StallMessage(), map[string]any{"period": d.Period, "repeats": d.Repeats, "partial_output": r.lastText})
@@ -209,6 +214,9 @@ func (r *run) execute(ctx context.Context, c dispatch.Call, emit func(string, ma
 	if c.Name == router.NameCompose {
 		b := compose(c.Args)
 		return string(b), b, nil
+	}
+	if _, ok := r.byName[c.Name]; ok && r.v.exec != nil {
+		return r.v.exec(ctx, c)
 	}
 	if _, ok := r.byName[c.Name]; !ok || !strings.HasPrefix(c.Name, "nika:") || r.v.Builtins == nil {
 		return "", nil, spec.NewError(CodeUnknown, "unknown tool "+c.Name, map[string]any{"tool": c.Name})
@@ -240,6 +248,22 @@ func (r *run) execute(ctx context.Context, c dispatch.Call, emit func(string, ma
 		return s, b, nil
 	}
 	return string(b), b, nil
+}
+
+// liveProgress is dispatch's progress hook (AGENT.md §6.7): calls starting and finishing in real
+// order, to the live stream only. LiveNote has no index field, so the call index is left out.
+type liveProgress struct{ r *run }
+
+func (p liveProgress) CallStarted(c dispatch.Call) {
+	p.r.live(workflow.LiveNote{Kind: event.LiveToolCallStarted, Tool: c.Name})
+}
+
+func (p liveProgress) CallFinished(res dispatch.Result) {
+	n := workflow.LiveNote{Kind: event.LiveToolCallFinished, Tool: res.Call.Name, Outcome: "ok", Elapsed: res.Elapsed}
+	if res.Err != nil {
+		n.Outcome, n.Code, n.IsError = res.Err.Code, res.Err.Code, true
+	}
+	p.r.live(n)
 }
 
 type bufEvent struct {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sort"
 	"sync/atomic"
 	"testing"
@@ -96,5 +97,110 @@ func BenchmarkTenThousandCalls(b *testing.B) {
 	b.ReportMetric(float64(peak.Load()), "high-water")
 	if peak.Load() > 8 {
 		b.Fatalf("high-water %d > 8", peak.Load())
+	}
+}
+
+// sleepExec sleeps lat(c) honouring ctx and tracks the in-flight high-water mark.
+func sleepExec(lat func(c Call) time.Duration, cur, peak *atomic.Int64) Executor {
+	return ExecutorFunc(func(ctx context.Context, c Call) (string, json.RawMessage, error) {
+		v := cur.Add(1)
+		for {
+			p := peak.Load()
+			if v <= p || peak.CompareAndSwap(p, v) {
+				break
+			}
+		}
+		defer cur.Add(-1)
+		t := time.NewTimer(lat(c))
+		defer t.Stop()
+		select {
+		case <-t.C:
+			return "ok", nil, nil
+		case <-ctx.Done():
+			return "", nil, ctx.Err()
+		}
+	})
+}
+
+func wallCalls(n int) []Call {
+	calls := make([]Call, n)
+	for i := range calls {
+		calls[i] = Call{Index: i, ID: fmt.Sprintf("toolu_%d", i), Name: "nika:read", Args: benchArgs}
+	}
+	return calls
+}
+
+// BenchmarkDispatchWall (AGENT.md §14, bound per D33): wall time of one batch of N calls of
+// latency L at cap P. Reports the median wall-ms, bound-ms = ceil(N/P)·(L+0.3 ms)+1 ms,
+// within-bound (1/0, for the CI job to compare: timer slack on shared runners is not a failure
+// here), speedup over the sequential sum N·L, and peak in-flight; a peak above min(N, P) fails.
+// The full grid takes minutes; select with -bench 'DispatchWall/L=10ms'.
+func BenchmarkDispatchWall(b *testing.B) {
+	for _, l := range []time.Duration{time.Millisecond, 10 * time.Millisecond, 100 * time.Millisecond} {
+		for _, n := range []int{1, 2, 4, 8, 16, 32, 64} {
+			for _, p := range []int{1, 2, 4, 8, 64} {
+				b.Run(fmt.Sprintf("L=%s/N=%d/P=%d", l, n, p), func(b *testing.B) {
+					var cur, peak atomic.Int64
+					ex := sleepExec(func(Call) time.Duration { return l }, &cur, &peak)
+					calls := wallCalls(n)
+					cfg := Config{MaxParallel: p}
+					walls := make([]time.Duration, 0, b.N)
+					b.ResetTimer()
+					for i := 0; i < b.N; i++ {
+						t0 := time.Now()
+						Resolve(context.Background(), cfg, ex, calls, nopProgress{})
+						walls = append(walls, time.Since(t0))
+					}
+					b.StopTimer()
+					slices.Sort(walls)
+					med := walls[len(walls)/2]
+					waves := (n + min(p, n) - 1) / min(p, n)
+					bound := time.Duration(waves)*(l+300*time.Microsecond) + time.Millisecond
+					b.ReportMetric(float64(med.Microseconds())/1000, "wall-ms")
+					b.ReportMetric(float64(bound.Microseconds())/1000, "bound-ms")
+					b.ReportMetric(float64(time.Duration(n)*l)/float64(med), "speedup-vs-NL")
+					b.ReportMetric(float64(peak.Load()), "peak")
+					within := 0.0
+					if med <= bound {
+						within = 1
+					}
+					b.ReportMetric(within, "within-bound") // compared by the CI job, not failed here
+					if peak.Load() > int64(min(p, n)) || (p == 1 && peak.Load() != 1) {
+						b.Errorf("peak in-flight %d at P=%d", peak.Load(), p)
+					}
+				})
+			}
+		}
+	}
+}
+
+// BenchmarkDispatchStraggler (§14): N = 8, P = 8, seven calls at L and one at 10·L: the wall is
+// the straggler's latency, not the sum.
+func BenchmarkDispatchStraggler(b *testing.B) {
+	for _, l := range []time.Duration{time.Millisecond, 10 * time.Millisecond} {
+		b.Run(fmt.Sprintf("L=%s", l), func(b *testing.B) {
+			var cur, peak atomic.Int64
+			ex := sleepExec(func(c Call) time.Duration {
+				if c.Index == 3 {
+					return 10 * l
+				}
+				return l
+			}, &cur, &peak)
+			calls := wallCalls(8)
+			walls := make([]time.Duration, 0, b.N)
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				t0 := time.Now()
+				Resolve(context.Background(), Config{MaxParallel: 8}, ex, calls, nopProgress{})
+				walls = append(walls, time.Since(t0))
+			}
+			b.StopTimer()
+			slices.Sort(walls)
+			med := walls[len(walls)/2]
+			b.ReportMetric(float64(med.Microseconds())/1000, "wall-ms")
+			b.ReportMetric(float64((10*l).Microseconds())/1000, "max-latency-ms")
+			b.ReportMetric(float64((17*l).Microseconds())/1000, "sum-ms")
+			b.ReportMetric(float64((med-10*l).Microseconds())/1000, "over-max-ms") // target ≤ 1 ms
+		})
 	}
 }
