@@ -2,8 +2,13 @@ package provider
 
 import (
 	"context"
+	"errors"
+	"math"
+	"net"
+	"net/http"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // Adapter speaks one wire (OpenAI-compatible chat completions, Anthropic
@@ -83,4 +88,48 @@ func (n *Names) Canonical(wire string) string {
 		return c
 	}
 	return wire
+}
+
+// TransportReason classifies a failed exchange that got no usable HTTP
+// reply (D27): the caller's cancellation, a deadline or a network timeout,
+// anything else a network failure.
+func TransportReason(ctx context.Context, err error) string {
+	switch {
+	case errors.Is(ctx.Err(), context.Canceled) || errors.Is(err, context.Canceled):
+		return ReasonCancelled
+	case errors.Is(ctx.Err(), context.DeadlineExceeded) || errors.Is(err, context.DeadlineExceeded):
+		return ReasonTimeout
+	}
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() {
+		return ReasonTimeout
+	}
+	return ReasonNetwork
+}
+
+// RetryAfterMs reads a server's retry hint from the headers (WIRES.md
+// §4.4): retry-after-ms (float milliseconds), then Retry-After as float
+// seconds or an HTTP date relative to now. 0 means none.
+func RetryAfterMs(h http.Header, now time.Time) int64 {
+	if v := strings.TrimSpace(h.Get("Retry-After-Ms")); v != "" {
+		if f, err := strconv.ParseFloat(v, 64); err == nil && f >= 0 && !math.IsInf(f, 0) && !math.IsNaN(f) {
+			return int64(math.Ceil(min(f, math.MaxInt32)))
+		}
+	}
+	v := strings.TrimSpace(h.Get("Retry-After"))
+	if v == "" {
+		return 0
+	}
+	if f, err := strconv.ParseFloat(v, 64); err == nil {
+		if f < 0 || math.IsInf(f, 0) || math.IsNaN(f) {
+			return 0
+		}
+		return int64(math.Ceil(min(f*1000, math.MaxInt32)))
+	}
+	if t, err := http.ParseTime(v); err == nil {
+		if d := t.Sub(now); d > 0 {
+			return int64(math.Ceil(min(float64(d)/float64(time.Millisecond), math.MaxInt32)))
+		}
+	}
+	return 0
 }

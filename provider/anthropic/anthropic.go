@@ -10,10 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math"
-	"net"
 	"net/http"
-	"strconv"
 	"strings"
 	"time"
 	"unicode"
@@ -184,46 +181,11 @@ func toolNames(tools []provider.ToolDef) *provider.Names {
 
 // transportReason classifies an error of the transport (no HTTP status, or a body cut short).
 func transportReason(ctx context.Context, err error) string {
-	switch {
-	case errors.Is(ctx.Err(), context.Canceled) || errors.Is(err, context.Canceled):
-		return provider.ReasonCancelled
-	case errors.Is(ctx.Err(), context.DeadlineExceeded) || errors.Is(err, context.DeadlineExceeded):
-		return provider.ReasonTimeout
-	}
-	var ne net.Error
-	if errors.As(err, &ne) && ne.Timeout() {
-		return provider.ReasonTimeout
-	}
-	return provider.ReasonNetwork
+	return provider.TransportReason(ctx, err)
 }
 
-// retryAfterMs reads the server's retry hint (WIRES §4.4): retry-after-ms (float milliseconds), then
-// Retry-After as float seconds or an HTTP date relative to now (negative → 0). 0 means none.
-func retryAfterMs(h http.Header, now time.Time) int64 {
-	if v := strings.TrimSpace(h.Get("Retry-After-Ms")); v != "" {
-		if f, err := strconv.ParseFloat(v, 64); err == nil && f >= 0 && !math.IsInf(f, 0) && !math.IsNaN(f) {
-			return int64(math.Ceil(min(f, math.MaxInt32)))
-		}
-	}
-	v := strings.TrimSpace(h.Get("Retry-After"))
-	if v == "" {
-		return 0
-	}
-	if f, err := strconv.ParseFloat(v, 64); err == nil {
-		if f < 0 || math.IsInf(f, 0) || math.IsNaN(f) {
-			return 0
-		}
-		return int64(math.Ceil(min(f*1000, math.MaxInt32)))
-	}
-	if t, err := http.ParseTime(v); err == nil {
-		d := t.Sub(now)
-		if d <= 0 {
-			return 0
-		}
-		return int64(math.Ceil(float64(d) / float64(time.Millisecond)))
-	}
-	return 0
-}
+// retryAfterMs reads the server's retry hint (WIRES §4.4).
+func retryAfterMs(h http.Header, now time.Time) int64 { return provider.RetryAfterMs(h, now) }
 
 // failure classifies an error reply by its body, then its status (D46, WIRES §2.5, §4.3).
 func (a *Adapter) failure(model string, status int, retry int64, raw []byte) provider.Outcome {

@@ -12,11 +12,9 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"net"
 	"net/http"
 	"net/url"
 	"regexp"
-	"strconv"
 	"strings"
 	"time"
 	"unicode"
@@ -167,17 +165,7 @@ func (a *Adapter) mask(s string) string {
 
 // transportReason classifies an error of the transport (no HTTP status, or a body cut short).
 func transportReason(ctx context.Context, err error) string {
-	switch {
-	case errors.Is(ctx.Err(), context.Canceled) || errors.Is(err, context.Canceled):
-		return provider.ReasonCancelled
-	case errors.Is(ctx.Err(), context.DeadlineExceeded) || errors.Is(err, context.DeadlineExceeded):
-		return provider.ReasonTimeout
-	}
-	var ne net.Error
-	if errors.As(err, &ne) && ne.Timeout() {
-		return provider.ReasonTimeout
-	}
-	return provider.ReasonNetwork
+	return provider.TransportReason(ctx, err)
 }
 
 // wireError is the body of an error reply (WIRES §3.4).
@@ -305,25 +293,8 @@ var retryInText = regexp.MustCompile(`(?i)retry in ([0-9]+(?:\.[0-9]+)?)\s*(ms|s
 // Retry-After as float seconds or an HTTP date relative to now (negative → 0), then the body's
 // google.rpc.RetryInfo retryDelay, then "Please retry in 22.23s" in the message. 0 means none.
 func retryAfterMs(h http.Header, we wireError, now time.Time) int64 {
-	if v := strings.TrimSpace(h.Get("Retry-After-Ms")); v != "" {
-		if f, err := strconv.ParseFloat(v, 64); err == nil && f >= 0 && !math.IsInf(f, 0) && !math.IsNaN(f) {
-			return int64(math.Ceil(min(f, math.MaxInt32)))
-		}
-	}
-	if v := strings.TrimSpace(h.Get("Retry-After")); v != "" {
-		if f, err := strconv.ParseFloat(v, 64); err == nil {
-			if f < 0 || math.IsInf(f, 0) || math.IsNaN(f) {
-				return 0
-			}
-			return int64(math.Ceil(min(f*1000, math.MaxInt32)))
-		}
-		if t, err := http.ParseTime(v); err == nil {
-			d := t.Sub(now)
-			if d <= 0 {
-				return 0
-			}
-			return durationMs(d)
-		}
+	if h.Get("Retry-After-Ms") != "" || h.Get("Retry-After") != "" {
+		return provider.RetryAfterMs(h, now)
 	}
 	for _, d := range we.Details {
 		if !strings.HasSuffix(d.Type, "google.rpc.RetryInfo") || d.RetryDelay == "" {

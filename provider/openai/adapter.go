@@ -5,10 +5,8 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"strings"
 	"time"
@@ -113,18 +111,7 @@ func (a *Adapter) Exchange(ctx context.Context, req provider.Request) provider.O
 // timeout, cancellation → cancelled), then client timeouts, else network (this includes a body cut
 // mid-way: WIRES.md §4.3 "EOF before a full body").
 func (a *Adapter) transportFailure(ctx context.Context, model string, status int, err error) provider.Outcome {
-	reason := provider.ReasonNetwork
-	var ne net.Error
-	switch {
-	case errors.Is(ctx.Err(), context.Canceled):
-		reason = provider.ReasonCancelled
-	case errors.Is(ctx.Err(), context.DeadlineExceeded), errors.Is(err, context.DeadlineExceeded):
-		reason = provider.ReasonTimeout
-	case errors.Is(err, context.Canceled):
-		reason = provider.ReasonCancelled
-	case errors.As(err, &ne) && ne.Timeout():
-		reason = provider.ReasonTimeout
-	}
+	reason := provider.TransportReason(ctx, err)
 	msg := fmt.Sprintf("%s: request failed (%s)", a.Profile.Name, reason)
 	if status != 0 {
 		msg = fmt.Sprintf("%s: HTTP %d: reading the response failed (%s)", a.Profile.Name, status, reason)

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"math"
 	"net/http"
 	"strconv"
 	"strings"
@@ -283,31 +282,7 @@ func classify(status int, we wireError) string {
 // retryAfterMs parses the server's retry hint (WIRES.md §4.4): retry-after-ms (float milliseconds),
 // then Retry-After as float seconds, then as an HTTP-date relative to now (negative → 0). 0 when
 // absent or unparseable. Fractions are rounded up to the next millisecond.
-func retryAfterMs(h http.Header, now time.Time) int64 {
-	if v := strings.TrimSpace(h.Get("Retry-After-Ms")); v != "" {
-		if f, err := strconv.ParseFloat(v, 64); err == nil && f >= 0 && !math.IsInf(f, 0) && f < 1e12 {
-			return int64(math.Ceil(f))
-		}
-	}
-	v := strings.TrimSpace(h.Get("Retry-After"))
-	if v == "" {
-		return 0
-	}
-	if f, err := strconv.ParseFloat(v, 64); err == nil {
-		if f < 0 || math.IsInf(f, 0) || math.IsNaN(f) || f > 1e9 {
-			return 0
-		}
-		return int64(math.Ceil(f * 1000))
-	}
-	if t, err := http.ParseTime(v); err == nil {
-		d := t.Sub(now)
-		if d <= 0 {
-			return 0
-		}
-		return int64(math.Ceil(float64(d) / float64(time.Millisecond)))
-	}
-	return 0
-}
+func retryAfterMs(h http.Header, now time.Time) int64 { return provider.RetryAfterMs(h, now) }
 
 func compact(raw []byte) string {
 	var buf bytes.Buffer
