@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 	"unicode"
 
@@ -108,6 +109,32 @@ type run struct {
 	total    int
 	lastText string
 	digest   string
+}
+
+// CodePanic is an engine panic inside one job of a batch (AGENT.md §11.3).
+const CodePanic = "NIKA-AGENT-007"
+
+// RunBatch runs several agent jobs (planner.BatchVerb, DECISIONS.md D5, AGENT.md §11.3): each job
+// is one independent loop, all run concurrently, and the result holds one outcome per job in job
+// order. A failing job (a panic included, NIKA-AGENT-007) is an outcome beside the others.
+func (v *Verb) RunBatch(ctx context.Context, jobs []workflow.Job) []workflow.Outcome {
+	out := make([]workflow.Outcome, len(jobs))
+	var wg sync.WaitGroup
+	for i := range jobs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer func() {
+				if rec := recover(); rec != nil {
+					msg := strings.Join(strings.Fields(fmt.Sprint(rec)), " ")
+					out[i] = workflow.Failed(spec.NewError(CodePanic, "the agent loop panicked: "+msg, map[string]any{"panic": msg}))
+				}
+			}()
+			out[i] = v.Run(ctx, jobs[i])
+		}()
+	}
+	wg.Wait()
+	return out
 }
 
 // Run runs one agent job (planner.Verb). The output is the final answer: the last assistant text,
