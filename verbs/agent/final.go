@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/nikahq/nika/verbs/internal/jsontext"
 
 	"github.com/nikahq/nika/provider"
 	"github.com/nikahq/nika/spec"
@@ -26,12 +27,12 @@ func (r *run) done(ctx context.Context, input json.RawMessage) (any, *spec.Error
 		}
 		return r.finalize(ctx, r.lastText)
 	}
-	val, err := decode(string(raw))
+	val, err := jsontext.Decode(string(raw))
 	if err != nil {
 		return nil, spec.NewError(CodeSchema, fmt.Sprintf("nika:done's result is not valid JSON: %v", err), map[string]any{"stage": StageDone, "detail": err.Error()})
 	}
 	if s, ok := val.(string); ok {
-		if parsed, perr := decode(s); perr == nil {
+		if parsed, perr := jsontext.Decode(s); perr == nil {
 			val = parsed
 		}
 	}
@@ -63,8 +64,8 @@ func describe(v schema.Violation) string {
 // check extracts a JSON value from text and validates it; detail is "" on success.
 func (r *run) check(text string) (any, string) {
 	detail := ""
-	for _, cand := range candidates(text) {
-		v, err := decode(cand)
+	for _, cand := range jsontext.Candidates(text) {
+		v, err := jsontext.Decode(cand)
 		if err != nil {
 			continue
 		}

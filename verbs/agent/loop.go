@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/nikahq/nika/verbs/internal/jsontext"
 	"strconv"
 	"strings"
 	"sync"
@@ -223,7 +224,7 @@ func (r *run) execute(ctx context.Context, c dispatch.Call, emit func(string, ma
 	}
 	var args map[string]any
 	if len(c.Args) > 0 {
-		v, err := decode(string(c.Args))
+		v, err := jsontext.Decode(string(c.Args))
 		if err != nil {
 			return "", nil, spec.NewError(CodeArgs, fmt.Sprintf("the arguments of %s are not valid JSON: %v", c.Name, err), map[string]any{"tool": c.Name})
 		}

@@ -6,6 +6,7 @@ package infer
 import (
 	"context"
 	"fmt"
+	"github.com/nikahq/nika/verbs/internal/jsontext"
 	"strings"
 	"sync"
 	"time"
@@ -319,8 +320,8 @@ func (c *call) answer(ctx context.Context, o provider.Outcome) {
 func (c *call) check(reply string) (any, string, []schema.Violation) {
 	var first []schema.Violation
 	parsed := false
-	for _, cand := range candidates(reply) {
-		v, err := decode(cand)
+	for _, cand := range jsontext.Candidates(reply) {
+		v, err := jsontext.Decode(cand)
 		if err != nil {
 			continue
 		}
@@ -389,6 +390,6 @@ func schemaError(stage string, problems []schema.Violation, reply string) *spec.
 	return spec.NewError(CodeSchema, msg, map[string]any{
 		"stage":             stage,
 		"validation_errors": list,
-		"raw_excerpt":       excerpt(reply, excerptBytes),
+		"raw_excerpt":       jsontext.Excerpt(reply, excerptBytes),
 	})
 }

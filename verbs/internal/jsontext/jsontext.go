@@ -1,6 +1,7 @@
-// Code copied from verbs/infer/extract.go: the JSON extractor shared with infer (AGENT.md §5.4).
-
-package agent
+// Package jsontext finds and decodes the JSON value in a model's reply
+// (LANGUAGE.md §5.1): the whole reply, the first fenced code block, then the
+// first balanced {…}/[…] span; shared by the infer and agent verbs.
+package jsontext
 
 import (
 	"encoding/json"
@@ -11,10 +12,10 @@ import (
 	"unicode/utf8"
 )
 
-// candidates returns the JSON texts to try, in the order of LANGUAGE.md §5.1: the whole reply, the
+// Candidates returns the JSON texts to try, in the order of LANGUAGE.md §5.1: the whole reply, the
 // first fenced code block, the first balanced {…}/[…] span (string-aware). Empty and repeated
 // candidates are dropped.
-func candidates(reply string) []string {
+func Candidates(reply string) []string {
 	var out []string
 	add := func(s string) {
 		s = strings.TrimSpace(s)
@@ -116,9 +117,9 @@ func balanced(s string) (string, bool) {
 
 var errTrailing = errors.New("unexpected data after the JSON value")
 
-// decode parses exactly one JSON value into the nika value model (LANGUAGE.md §4.3): an integer
+// Decode parses exactly one JSON value into the nika value model (LANGUAGE.md §4.3): an integer
 // within int64 becomes int, any other number float64.
-func decode(s string) (any, error) {
+func Decode(s string) (any, error) {
 	dec := json.NewDecoder(strings.NewReader(s))
 	dec.UseNumber()
 	var v any
@@ -165,8 +166,8 @@ func normalize(v any) (any, error) {
 	return v, nil
 }
 
-// excerpt returns at most n bytes of s, cut at a rune boundary.
-func excerpt(s string, n int) string {
+// Excerpt returns at most n bytes of s, cut at a rune boundary.
+func Excerpt(s string, n int) string {
 	if len(s) <= n {
 		return s
 	}
