@@ -99,7 +99,7 @@ func (s *script) Run(ctx context.Context, job workflow.Job) workflow.Outcome {
 		return workflow.Outcome{Output: arg(2)}
 	case "note":
 		if job.Live != nil {
-			job.Live(workflow.LiveNote{Kind: event.LiveToolCallFinished, Tool: arg(1)})
+			job.Live(workflow.LiveNote{Kind: event.LiveToolCallFinished, Tool: arg(1), Turn: 2, Index: 1})
 		}
 		return workflow.Outcome{Output: arg(1)}
 	case "log":
@@ -652,14 +652,14 @@ func TestLiveNotes(t *testing.T) {
 	live := event.LiveFunc(func(l event.Live) {
 		if l.Kind == event.LiveToolCallFinished {
 			mu.Lock()
-			got = append(got, fmt.Sprintf("%s[%d]#%d %s", l.Task, l.Iteration, l.Attempt, l.Tool))
+			got = append(got, fmt.Sprintf("%s[%d]#%d %s t%d i%d", l.Task, l.Iteration, l.Attempt, l.Tool, l.Turn, l.Index))
 			mu.Unlock()
 		}
 	})
 	mem := event.NewMemory()
 	Run(context.Background(), w, Inputs{}, Options{Verbs: map[string]Verb{"exec": newScript()}, Canonical: mem, Live: live})
 	sort.Strings(got)
-	if strings.Join(got, ",") != "each[0]#1 a,each[1]#1 b" {
+	if strings.Join(got, ",") != "each[0]#1 a t2 i1,each[1]#1 b t2 i1" {
 		t.Errorf("live notes = %v", got)
 	}
 	for _, e := range mem.Events() {

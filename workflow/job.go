@@ -41,6 +41,10 @@ type LiveNote struct {
 	InputTokens  int
 	OutputTokens int
 	Elapsed      time.Duration
+	Turn         int // the agent turn (1-based); 0 outside an agent
+	Index        int // the call's index in its batch (tool calls)
+	Size         int // the batch size (batch_dispatched)
+	Turns        int // turns taken (agent_finished)
 }
 
 // Outcome is what a verb returns: an output, or an error; never both.

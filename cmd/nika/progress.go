@@ -20,6 +20,7 @@ type progress struct {
 	start   time.Time
 	now     func() time.Time
 	running map[string]int // task -> jobs in flight
+	tools   int            // agent tool calls in flight
 	done    int
 	failed  int
 	drawn   bool
@@ -40,6 +41,10 @@ func (p *progress) Observe(l event.Live) {
 		if p.running[l.Task]--; p.running[l.Task] <= 0 {
 			delete(p.running, l.Task)
 		}
+	case event.LiveToolCallStarted:
+		p.tools++
+	case event.LiveToolCallFinished:
+		p.tools = max(p.tools-1, 0)
 	default:
 		return
 	}
@@ -87,6 +92,9 @@ func (p *progress) draw() {
 	p.clear()
 	fmt.Fprintf(p.w, "%d running · %d done · %d failed · %s", len(p.running), p.done, p.failed,
 		p.now().Sub(p.start).Round(100*time.Millisecond))
+	if p.tools > 0 {
+		fmt.Fprintf(p.w, " · %d tools in flight", p.tools)
+	}
 	p.drawn = true
 }
 

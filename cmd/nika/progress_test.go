@@ -21,7 +21,9 @@ func TestProgressView(t *testing.T) {
 	p.Println("✓ a")
 	p.Observe(event.Live{Kind: event.LiveTaskFinished, Task: "b", Status: "failure"})
 	p.Settled(true)
-	p.Observe(event.Live{Kind: event.LiveToolCallStarted}) // not counted, not drawn
+	p.Observe(event.Live{Kind: event.LiveToolCallStarted, Tool: "nika:read"})
+	p.Observe(event.Live{Kind: event.LiveToolCallFinished, Tool: "nika:read"})
+	p.Observe(event.Live{Kind: event.LiveProviderRequest}) // not drawn
 	p.Close()
 	got := buf.String()
 	steps := []string{
@@ -31,6 +33,8 @@ func TestProgressView(t *testing.T) {
 		"\r\033[K1 running · 1 done · 0 failed · 1.5s",
 		"\r\033[K✓ a\n1 running · 1 done · 0 failed · 1.5s",
 		"\r\033[K0 running · 1 done · 0 failed · 1.5s",
+		"\r\033[K0 running · 1 done · 1 failed · 1.5s",
+		"\r\033[K0 running · 1 done · 1 failed · 1.5s · 1 tools in flight",
 		"\r\033[K0 running · 1 done · 1 failed · 1.5s",
 		"\r\033[K",
 	}

@@ -86,6 +86,7 @@ type Verb struct {
 
 // run is the state of one attempt, owned by the loop goroutine.
 type run struct {
+	turn     int // the current turn, for live notes
 	v        *Verb
 	job      workflow.Job
 	prov     provider.Provider
@@ -146,7 +147,7 @@ func (v *Verb) Run(ctx context.Context, job workflow.Job) workflow.Outcome {
 		return workflow.Failed(err)
 	}
 	out, ferr := r.loop(ctx)
-	fin := workflow.LiveNote{Kind: event.LiveAgentFinished, Outcome: "ok"}
+	fin := workflow.LiveNote{Kind: event.LiveAgentFinished, Outcome: "ok", Turns: r.turn}
 	if ferr != nil {
 		fin.Outcome, fin.Code, fin.IsError = ferr.Code, ferr.Code, true
 	}
@@ -358,6 +359,7 @@ func (r *run) buildUniverse() {
 // goroutine only (the dispatch progress hook runs there too).
 func (r *run) live(n workflow.LiveNote) {
 	if r.job.Live != nil {
+		n.Turn = r.turn
 		r.job.Live(n)
 	}
 }

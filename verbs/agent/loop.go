@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"github.com/nikahq/nika/verbs/internal/jsontext"
-	"strconv"
 	"strings"
 	"sync"
 
@@ -25,6 +24,7 @@ import (
 func (r *run) loop(ctx context.Context) (any, *spec.Error) {
 	r.msgs = []provider.Message{provider.UserText(r.prompt)}
 	for t := 1; ; t++ {
+		r.turn = t
 		if ctx.Err() != nil {
 			return nil, fields.Cancelled(ctx, nil)
 		}
@@ -137,7 +137,7 @@ func (r *run) dispatch(ctx context.Context, t int, uses []provider.Block) *spec.
 	exec := func(ctx context.Context, c dispatch.Call) (string, json.RawMessage, error) {
 		return r.execute(ctx, c, bufs[c.Index].emit)
 	}
-	r.live(workflow.LiveNote{Kind: event.LiveBatchDispatched, Outcome: strconv.Itoa(len(calls))})
+	r.live(workflow.LiveNote{Kind: event.LiveBatchDispatched, Size: len(calls)})
 	results := dispatch.Resolve(ctx, cfg, dispatch.ExecutorFunc(exec), calls, liveProgress{r})
 	evs := make([][]bufEvent, len(bufs))
 	for i, b := range bufs {
@@ -256,11 +256,11 @@ func (r *run) execute(ctx context.Context, c dispatch.Call, emit func(string, ma
 type liveProgress struct{ r *run }
 
 func (p liveProgress) CallStarted(c dispatch.Call) {
-	p.r.live(workflow.LiveNote{Kind: event.LiveToolCallStarted, Tool: c.Name})
+	p.r.live(workflow.LiveNote{Kind: event.LiveToolCallStarted, Tool: c.Name, Index: c.Index})
 }
 
 func (p liveProgress) CallFinished(res dispatch.Result) {
-	n := workflow.LiveNote{Kind: event.LiveToolCallFinished, Tool: res.Call.Name, Outcome: "ok", Elapsed: res.Elapsed}
+	n := workflow.LiveNote{Kind: event.LiveToolCallFinished, Tool: res.Call.Name, Index: res.Call.Index, Outcome: "ok", Elapsed: res.Elapsed}
 	if res.Err != nil {
 		n.Outcome, n.Code, n.IsError = res.Err.Code, res.Err.Code, true
 	}
