@@ -253,9 +253,11 @@ func (tr *taskRun) finished(c *Core, id JobID, out workflow.Outcome, emitted []E
 	}
 	for _, u := range out.Usage {
 		tr.addUsage(u)
-		it.events = append(it.events, tr.event(event.InferCompleted, it.index, id.Attempt, map[string]any{
-			"model": u.Model, "input_tokens": u.InputTokens, "output_tokens": u.OutputTokens, "usage_reported": u.Reported,
-		}))
+		f := map[string]any{"model": u.Model, "input_tokens": u.InputTokens, "output_tokens": u.OutputTokens, "usage_reported": u.Reported}
+		if u.Turn > 0 {
+			f["turn"] = u.Turn // D18: turn? on agent requests
+		}
+		it.events = append(it.events, tr.event(event.InferCompleted, it.index, id.Attempt, f))
 	}
 	if out.Err != nil {
 		tr.attemptFailed(c, it, out.Err)

@@ -59,6 +59,7 @@ type Usage struct {
 	Model                     string
 	InputTokens, OutputTokens int
 	Reported                  bool // false when the provider reported no usage
+	Turn                      int  // the agent turn of the request (re-asks: the turn they finalize); 0 outside an agent
 }
 
 // Failed builds an error outcome.

@@ -405,7 +405,7 @@ func (r *run) ask(ctx context.Context, req provider.Request) (*provider.Response
 		return nil, spec.NewError("", "the provider returned an outcome with neither a response nor an error", nil)
 	}
 	u := o.Response.Usage
-	r.usage = append(r.usage, workflow.Usage{Model: r.job.Model, InputTokens: u.InputTokens, OutputTokens: u.OutputTokens, Reported: u.Reported})
+	r.usage = append(r.usage, workflow.Usage{Model: r.job.Model, InputTokens: u.InputTokens, OutputTokens: u.OutputTokens, Reported: u.Reported, Turn: r.turn})
 	r.total += u.InputTokens + u.OutputTokens
 	return o.Response, nil
 }
