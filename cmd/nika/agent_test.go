@@ -105,3 +105,17 @@ func TestRunAgentParallelToolsSameTrace(t *testing.T) {
 		t.Errorf("the server saw %d result turns, want 2 (one per run)", len(fake.resultIDs))
 	}
 }
+
+// for_each over an agent task: the iterations go through the verb's
+// RunBatch and the shared mock provider, and the outputs stay in item
+// order whatever the parallelism (AGENT.md §11.4).
+func TestRunForEachOverAgentKeepsItemOrder(t *testing.T) {
+	dir := filepath.Join(pkgDir, "testdata", "run")
+	want := `{"answers":["Hash alpha, then finish.","Hash beta, then finish.","Hash gamma, then finish.","Hash delta, then finish."]}` + "\n"
+	for _, n := range []string{"1", "8"} {
+		r := runBinary(t, dir, "run", "agent-each.nika.yaml", "--no-trace", "--quiet", "--max-parallel-tools", n)
+		if r.code != 0 || r.stdout != want {
+			t.Errorf("--max-parallel-tools %s: exit %d stdout %q stderr %q", n, r.code, r.stdout, r.stderr)
+		}
+	}
+}
