@@ -119,3 +119,83 @@ func TestRunForEachOverAgentKeepsItemOrder(t *testing.T) {
 		}
 	}
 }
+
+// One failing iteration of a for_each over an agent is an outcome beside
+// the others (§11.4): its slot is null, the others keep their values, and
+// the task's error names the iteration.
+func TestRunForEachOverAgentFailureBesideOthers(t *testing.T) {
+	dir := t.TempDir()
+	copyFile(t, filepath.Join(pkgDir, "testdata", "run", "agent-each-fail.nika.yaml"), filepath.Join(dir, "f.nika.yaml"))
+	r := runBinary(t, dir, "run", "f.nika.yaml", "--no-trace", "--quiet", "--report", "r.json")
+	want := `{"answers":["Iteration 0: hash a word, then finish.",null,"Iteration 2: hash a word, then finish."]}` + "\n"
+	if r.code != 1 || r.stdout != want {
+		t.Fatalf("exit %d stdout %q stderr %q", r.code, r.stdout, r.stderr)
+	}
+	b, _ := os.ReadFile(filepath.Join(dir, "r.json"))
+	var rep struct {
+		Tasks map[string]struct {
+			Status string `json:"status"`
+			Error  struct {
+				Code    string         `json:"code"`
+				Details map[string]any `json:"details"`
+			} `json:"error"`
+		} `json:"tasks"`
+	}
+	if err := json.Unmarshal(b, &rep); err != nil {
+		t.Fatal(err)
+	}
+	e := rep.Tasks["each"]
+	if e.Status != "failure" || e.Error.Code != "NIKA-AGENT-002" || e.Error.Details["iteration"] != 1.0 || e.Error.Details["partial_output"] == nil {
+		t.Errorf("each = %+v", e)
+	}
+}
+
+// Agent events are stamped with task, attempt and iteration, and the
+// canonical stream of a for_each over an agent is the same for any task
+// and tool parallelism (§13.6).
+func TestRunAgentEventsStampedAndStableAcrossParallelism(t *testing.T) {
+	var traces []string
+	for _, args := range [][]string{{"--max-parallel-tasks", "1", "--max-parallel-tools", "1"}, {"--max-parallel-tools", "8"}} {
+		dir := t.TempDir()
+		copyFile(t, filepath.Join(pkgDir, "testdata", "run", "agent-each.nika.yaml"), filepath.Join(dir, "a.nika.yaml"))
+		r := runBinary(t, dir, append([]string{"run", "a.nika.yaml", "--quiet", "--trace", "t.ndjson"}, args...)...)
+		if r.code != 0 {
+			t.Fatalf("exit %d: %s", r.code, r.stderr)
+		}
+		f, err := os.Open(filepath.Join(dir, "t.ndjson"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var lines []string
+		iterations := map[float64]bool{}
+		sc := bufio.NewScanner(f)
+		for sc.Scan() {
+			var e struct {
+				Kind      string   `json:"kind"`
+				Task      string   `json:"task"`
+				Attempt   float64  `json:"attempt"`
+				Iteration *float64 `json:"iteration"`
+			}
+			if err := json.Unmarshal(sc.Bytes(), &e); err != nil {
+				t.Fatal(err)
+			}
+			if e.Kind == "tool_invoked" {
+				if e.Task != "each" || e.Attempt != 1 || e.Iteration == nil {
+					t.Errorf("unstamped agent event: %s", sc.Text())
+				} else {
+					iterations[*e.Iteration] = true
+				}
+			}
+			d, _ := event.Deterministic(sc.Bytes())
+			lines = append(lines, string(d))
+		}
+		f.Close()
+		if len(iterations) != 4 {
+			t.Errorf("tool_invoked seen for iterations %v, want 0..3", iterations)
+		}
+		traces = append(traces, strings.Join(lines, "\n"))
+	}
+	if traces[0] != traces[1] {
+		t.Errorf("canonical streams differ:\n%s\n---\n%s", traces[0], traces[1])
+	}
+}
