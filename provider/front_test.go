@@ -433,3 +433,55 @@ func TestFrontLoad(t *testing.T) {
 	t.Logf("429s = %d, max in flight = %d, max sends of one request = %d, final limit = %d",
 		n429.Load(), maxInflight.Load(), maxSends, f.Limit())
 }
+
+// AGENT.md §13.6: a fake provider that completes a batch in reverse order
+// still yields outcomes in request order, and one failure is one outcome
+// beside the others.
+func TestProviderOutcomesInRequestOrder(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	const n = 5
+	var mu sync.Mutex
+	var finished []int
+	done := make([]chan struct{}, n+1)
+	for i := range done {
+		done[i] = make(chan struct{})
+	}
+	close(done[n])
+	a := adapterFunc(func(ctx context.Context, r Request) Outcome {
+		i, _ := strconv.Atoi(Text(r.Messages[0]))
+		defer close(done[i])
+		<-done[i+1] // request i finishes only after request i+1: strictly reverse order
+		mu.Lock()
+		finished = append(finished, i)
+		mu.Unlock()
+		if i == 2 {
+			return failWith(400, ReasonBadRequest, 0)
+		}
+		return okText(strconv.Itoa(i))
+	})
+	f := NewFront("fake", a, FrontConfig{InitialLimit: n, Sleep: (&sleepRecorder{}).Sleep})
+	reqs := make([]Request, n)
+	for i := range reqs {
+		reqs[i] = req(strconv.Itoa(i))
+	}
+	out := f.Complete(context.Background(), reqs)
+	if len(out) != n {
+		t.Fatalf("len = %d, want %d", len(out), n)
+	}
+	for i, o := range out {
+		if i == 2 {
+			if o.Err == nil || ReasonOf(o.Err) != ReasonBadRequest || o.Response != nil {
+				t.Errorf("out[2] = %+v, want the bad_request failure", o)
+			}
+			continue
+		}
+		if o.Err != nil || Text(o.Response.Message) != strconv.Itoa(i) {
+			t.Errorf("out[%d] = %+v, want %d", i, o, i)
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if !slices.Equal(finished, []int{4, 3, 2, 1, 0}) {
+		t.Errorf("completion order %v, want reverse", finished)
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"go.uber.org/goleak"
@@ -14,6 +15,7 @@ import (
 	"github.com/nikahq/nika/provider/providertest"
 	"github.com/nikahq/nika/spec/canon"
 	"github.com/nikahq/nika/tools"
+	"github.com/nikahq/nika/verbs/agent/dispatch"
 	"github.com/nikahq/nika/workflow"
 )
 
@@ -68,7 +70,9 @@ func transcript(t *testing.T, reqs []provider.Request) []byte {
 	return buf.Bytes()
 }
 
-func TestThreeCallsFedBackInRequestOrder(t *testing.T) {
+// AGENT.md §13.2 / §4.2: a tool-use turn is fed back as one user message of
+// tool results in request order, then the text turn completes the run.
+func TestToolUseFeedsBackThenCompletes(t *testing.T) {
 	p := providertest.NewScripted(
 		providertest.ToolCalls("", hashCall("c-a", "a"), hashCall("c-b", "b"), hashCall("c-c", "c")),
 		providertest.Reply("finished"),
@@ -160,38 +164,56 @@ func TestDoneWithResult(t *testing.T) {
 	}
 }
 
-func TestMaxTurnsExhausted(t *testing.T) {
-	for _, tc := range []struct {
-		fields map[string]any
-		msg    string
-	}{
-		{map[string]any{"max_turns": 2}, "max_turns exhausted after 2 turns (limit 2, set by this task)"},
-		{map[string]any{}, "max_turns exhausted after 10 turns (limit 10 is the default; set max_turns on the task to raise it)"},
-	} {
-		p := providertest.NewScripted()
-		for i := range 12 {
-			p.Push(providertest.ToolCalls(fmt.Sprintf("step %d", i), hashCall(fmt.Sprintf("c%d", i), fmt.Sprint(i))))
-		}
-		tc.fields["prompt"] = "p"
-		tc.fields["tools"] = []any{"nika:hash"}
-		v, job, _ := setup(t, p, tc.fields, 8)
-		out := v.Run(context.Background(), job)
-		if out.Err == nil || out.Err.Code != CodeMaxTurns || out.Err.Message != tc.msg {
-			t.Fatalf("got %v", out.Err)
-		}
-		if out.Err.Details["partial_output"] == "" {
-			t.Fatal("empty partial_output")
-		}
+func maxTurnsRun(t *testing.T, fields map[string]any) workflow.Outcome {
+	t.Helper()
+	p := providertest.NewScripted()
+	for i := range 12 {
+		p.Push(providertest.ToolCalls(fmt.Sprintf("step %d", i), hashCall(fmt.Sprintf("c%d", i), fmt.Sprint(i))))
+	}
+	fields["prompt"] = "p"
+	fields["tools"] = []any{"nika:hash"}
+	v, job, _ := setup(t, p, fields, 8)
+	return v.Run(context.Background(), job)
+}
+
+// AGENT.md §13.2 / §12: a max_turns written on the task blames the caller.
+func TestWrittenMaxTurnsBlamesCaller(t *testing.T) {
+	out := maxTurnsRun(t, map[string]any{"max_turns": 2})
+	if out.Err == nil || out.Err.Code != CodeMaxTurns || out.Err.Message != "max_turns exhausted after 2 turns (limit 2, set by this task)" {
+		t.Fatalf("got %v", out.Err)
+	}
+	if out.Err.Details["partial_output"] == "" {
+		t.Fatal("empty partial_output")
 	}
 }
 
-func TestCallOutsideWhitelistDispatchesNothing(t *testing.T) {
+// AGENT.md §13.2 / §12: the default max_turns blames the contract and says how to raise it.
+func TestDefaultMaxTurnsBlamesContract(t *testing.T) {
+	out := maxTurnsRun(t, map[string]any{})
+	if out.Err == nil || out.Err.Code != CodeMaxTurns || out.Err.Message != "max_turns exhausted after 10 turns (limit 10 is the default; set max_turns on the task to raise it)" {
+		t.Fatalf("got %v", out.Err)
+	}
+	if out.Err.Details["partial_output"] == "" {
+		t.Fatal("empty partial_output")
+	}
+}
+
+// AGENT.md §13.2: batch [allowed, denied] fails NIKA-SEC-002 and dispatches neither call.
+func TestWhitelistViolationOnSecondCallDispatchesNone(t *testing.T) {
 	p := providertest.NewScripted(providertest.ToolCalls("", hashCall("a", "1"),
 		providertest.Call{ID: "b", Name: "nika:read", Input: `{"path":"x"}`}))
 	v, job, ev := setup(t, p, map[string]any{"prompt": "p", "tools": []any{"nika:hash"}}, 8)
+	var execs atomic.Int32
+	v.exec = func(context.Context, dispatch.Call) (string, json.RawMessage, error) {
+		execs.Add(1)
+		return "", nil, nil
+	}
 	out := v.Run(context.Background(), job)
 	if out.Err == nil || out.Err.Code != CodeWhitelist || out.Err.Details["tool"] != "nika:read" {
 		t.Fatalf("got %v", out.Err)
+	}
+	if execs.Load() != 0 {
+		t.Fatalf("%d executor calls, want 0", execs.Load())
 	}
 	for _, l := range ev.lines {
 		if strings.HasPrefix(l, "tool_invoked") {

@@ -204,7 +204,7 @@ func TestUncleanNameFailsWithZeroDispatch(t *testing.T) {
 }
 
 // §13.2: max_turns out of range fails at arming, before any request; 1 and 1000 are accepted.
-func TestMaxTurnsRangeIsEnforcedAtArming(t *testing.T) {
+func TestMaxTurnsRangeIsEnforced(t *testing.T) {
 	for _, n := range []any{0, 1001, -1} {
 		p := providertest.NewScripted(providertest.Reply("x"))
 		v, job, _ := setup(t, p, map[string]any{"prompt": "p", "max_turns": n}, 8)
@@ -218,6 +218,36 @@ func TestMaxTurnsRangeIsEnforcedAtArming(t *testing.T) {
 		v, job, _ := setup(t, p, map[string]any{"prompt": "p", "max_turns": n}, 8)
 		if out := v.Run(context.Background(), job); out.Err != nil {
 			t.Fatalf("max_turns %v: %v", n, out.Err)
+		}
+	}
+	t.Run("check", maxTurnsRangeByCheck)
+}
+
+// maxTurnsCheckErrors reports whether `nika check` (spec.CheckSource) finds
+// an error on the max_turns field for the given literal.
+func maxTurnsCheckErrors(t *testing.T, lit string) bool {
+	t.Helper()
+	src := "nika: v1\nworkflow: w\nmodel: mock/echo\nvars:\n  n: {type: integer, default: 3}\ntasks:\n  - id: a\n    agent:\n      prompt: hi\n      max_turns: " + lit + "\n"
+	a := spec.CheckSource("w.nika.yaml", []byte(src), spec.CheckOptions{})
+	for _, f := range a.Findings {
+		if f.IsError() && strings.Contains(f.Path, "max_turns") {
+			return true
+		}
+	}
+	return false
+}
+
+// maxTurnsRangeByCheck is the check half of AGENT.md §13.2's max_turns range — 0, 1001 and an
+// expression are rejected by check; 1 and 1000 pass.
+func maxTurnsRangeByCheck(t *testing.T) {
+	for _, lit := range []string{"0", "1001", `"${{ vars.n }}"`} {
+		if !maxTurnsCheckErrors(t, lit) {
+			t.Errorf("max_turns %s accepted by check", lit)
+		}
+	}
+	for _, lit := range []string{"1", "1000"} {
+		if maxTurnsCheckErrors(t, lit) {
+			t.Errorf("max_turns %s rejected by check", lit)
 		}
 	}
 }

@@ -473,7 +473,10 @@ func TestCancelStartsNoQueuedCall(t *testing.T) {
 	goleak.VerifyNone(t)
 }
 
-func TestCancelReturnsWhileContextIgnoringToolsAreHeld(t *testing.T) {
+// AGENT.md §13.1 (D32: order, not milliseconds): cooperative and
+// ctx-ignoring tools; Resolve returns on cancel, and once the ignoring tools
+// are released no goroutine is left behind.
+func TestCancelLeaksNoGoroutines(t *testing.T) {
 	release := make(chan struct{})
 	var returned, ignoringReturned atomic.Int64
 	entered := make(chan struct{}, 4)
