@@ -82,6 +82,13 @@ type Verb struct {
 	// exec, when set (tests only), replaces Builtins.Execute for admitted nika: tools; it is the
 	// tool seam of AGENT.md §10.3 that tests replace with byte-stable doubles.
 	exec func(ctx context.Context, c dispatch.Call) (string, json.RawMessage, error)
+
+	// Observe, when non-nil, is called once per run (per job, per attempt), on the goroutine that
+	// runs that job, before its first loop event; the Observer it returns receives that run's loop
+	// events (AGENT.md §2, §10.1). It must return a fresh Observer on every call: an Observer is
+	// never shared between concurrent runs (RunBatch runs jobs concurrently). Returning nil, or a
+	// nil Observe, means no observer. It does not change what goes to the job's Emit.
+	Observe func(job workflow.Job) Observer
 }
 
 // run is the state of one attempt, owned by the loop goroutine.
@@ -104,6 +111,7 @@ type run struct {
 	byName   map[string]provider.ToolDef
 	rt       *router.Router
 	gd       *guard.Guard
+	obs      Observer // nil = none; this run's only
 
 	msgs     []provider.Message
 	usage    []workflow.Usage
@@ -146,7 +154,14 @@ func (v *Verb) Run(ctx context.Context, job workflow.Job) workflow.Outcome {
 	if err != nil {
 		return workflow.Failed(err)
 	}
+	if v.Observe != nil {
+		r.obs = v.Observe(job)
+	}
+	r.observe(EventRunStarted, 0, map[string]any{"model": job.Model, "universe": r.rt.Universe(), "routed": r.rt.Routed()})
 	out, ferr := r.loop(ctx)
+	if ferr == nil {
+		r.observe(EventFinished, 0, map[string]any{"turns": r.turn, "total_tokens": r.total})
+	}
 	fin := workflow.LiveNote{Kind: event.LiveAgentFinished, Outcome: "ok", Turns: r.turn}
 	if ferr != nil {
 		fin.Outcome, fin.Code, fin.IsError = ferr.Code, ferr.Code, true

@@ -28,9 +28,10 @@ func (r *run) loop(ctx context.Context) (any, *spec.Error) {
 		if ctx.Err() != nil {
 			return nil, fields.Cancelled(ctx, nil)
 		}
+		r.observe(EventTurnStarted, t, map[string]any{"turn": t})
 		offered := r.rt.Select(t, router.Query(r.prompt, r.lastText, r.digest))
 		sel := router.Tally(t, offered, r.rt.Universe())
-		r.emit(event.AgentToolsSelected, map[string]any{"turn": sel.Turn, "offered": sel.Offered, "universe": sel.Universe,
+		r.emitBoth(event.AgentToolsSelected, EventToolsSelected, t, map[string]any{"turn": sel.Turn, "offered": sel.Offered, "universe": sel.Universe,
 			"builtin": sel.Builtin, "mcp": sel.MCP, "other": sel.Other})
 		req := provider.Request{Model: r.job.Model, System: r.system, Messages: snapshot(r.msgs), Temperature: r.temp, ToolChoice: provider.ChoiceNone}
 		if len(offered) > 0 {
@@ -48,7 +49,7 @@ func (r *run) loop(ctx context.Context) (any, *spec.Error) {
 		if r.maxTok > 0 {
 			budget = r.maxTok
 		}
-		r.emit(event.AgentBudgetCheckpoint, map[string]any{"turn": t, "total_tokens": r.total, "budget": budget})
+		r.emitBoth(event.AgentBudgetCheckpoint, EventBudgetCheckpoint, t, map[string]any{"turn": t, "total_tokens": r.total, "budget": budget})
 
 		asst := resp.Message
 		asst.Role = provider.RoleAssistant
@@ -166,7 +167,7 @@ func (r *run) dispatch(ctx context.Context, t int, uses []provider.Block) *spec.
 		if name == router.NameCompose {
 			valid, violations := composeVerdict(res)
 			isErr = !valid
-			r.emit(event.AgentComposeChecked, map[string]any{"turn": t, "valid": valid, "violations": violations})
+			r.emitBoth(event.AgentComposeChecked, EventComposeChecked, t, map[string]any{"turn": t, "valid": valid, "violations": violations})
 		} else {
 			real++
 			if isErr {
@@ -177,6 +178,7 @@ func (r *run) dispatch(ctx context.Context, t int, uses []provider.Block) *spec.
 				f["code"] = res.Err.Code
 			}
 			r.emit(event.ToolInvoked, f)
+			r.observe(EventToolCompleted, t, map[string]any{"turn": t, "name": name, "is_error": isErr})
 		}
 		gcalls[i] = guard.Call{Name: name, Args: calls[i].Args}
 		obs[i] = guard.Observation{Content: res.Content, IsError: isErr}
@@ -193,13 +195,13 @@ func (r *run) dispatch(ctx context.Context, t int, uses []provider.Block) *spec.
 	switch v.Kind {
 	case guard.Nudge:
 		if ev, ok := v.NudgeEvent(t); ok {
-			r.emit(event.AgentNudge, map[string]any{"turn": ev.Turn, "reason": string(ev.Reason), "period": ev.Period})
+			r.emitBoth(event.AgentNudge, EventNudged, t, map[string]any{"turn": ev.Turn, "reason": string(ev.Reason), "period": ev.Period})
 			r.live(workflow.LiveNote{Kind: event.LiveAgentNudge, Code: string(ev.Reason), Outcome: string(ev.Reason)})
 		}
 		user.Blocks = append(user.Blocks, provider.TextBlock(v.Text))
 	case guard.Stalled:
 		if ev, ok := v.StalledEvent(t); ok {
-			r.emit(event.AgentStalled, map[string]any{"turn": ev.Turn, "period": ev.Period, "repeats": ev.Repeats})
+			r.emitBoth(event.AgentStalled, EventStalled, t, map[string]any{"turn": ev.Turn, "period": ev.Period, "repeats": ev.Repeats})
 			r.live(workflow.LiveNote{Kind: event.LiveAgentStalled, Code: CodeStalled, Outcome: string(guard.ReasonRepeatedActions), IsError: true})
 		}
 		d := v.StallDetails()
