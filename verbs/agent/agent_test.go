@@ -89,6 +89,27 @@ func TestToolUseFeedsBackThenCompletes(t *testing.T) {
 	if len(reqs) != 2 {
 		t.Fatalf("%d requests", len(reqs))
 	}
+	// §4.2 byte for byte: opening user prompt (no system: it is empty), then
+	// the assistant turn verbatim, then one user message of tool_results in
+	// request order. The terminal assistant turn is never sent.
+	user := provider.Message{Role: provider.RoleUser, Blocks: []provider.Block{{Type: "text", Text: "hash things"}}}
+	asst := provider.Message{Role: provider.RoleAssistant, Blocks: []provider.Block{
+		{Type: "tool_use", ID: "c-a", Name: "nika:hash", Input: json.RawMessage(`{"content":"a"}`)},
+		{Type: "tool_use", ID: "c-b", Name: "nika:hash", Input: json.RawMessage(`{"content":"b"}`)},
+		{Type: "tool_use", ID: "c-c", Name: "nika:hash", Input: json.RawMessage(`{"content":"c"}`)},
+	}}
+	results := provider.Message{Role: provider.RoleUser, Blocks: []provider.Block{
+		{Type: "tool_result", ToolUseID: "c-a", Content: "ca978112ca1bbdcafac231b39a23dc4da786eff8147c4e72b9807785afee48bb"},
+		{Type: "tool_result", ToolUseID: "c-b", Content: "3e23e8160039594a33894f6564e1b1348bbd7a0088d42c4acb73eeaed59c009d"},
+		{Type: "tool_result", ToolUseID: "c-c", Content: "2e7d2c03a9507ae265ecf5b5356885a53393a2029d241394997265a1a25aefc6"},
+	}}
+	want := transcript(t, []provider.Request{
+		{Messages: []provider.Message{user}, Tools: []provider.ToolDef{{Name: "nika:hash"}}},
+		{Messages: []provider.Message{user, asst, results}, Tools: []provider.ToolDef{{Name: "nika:hash"}}},
+	})
+	if got := transcript(t, reqs); !bytes.Equal(got, want) {
+		t.Fatalf("transcript sent to the provider:\n%s\nwant (§4.2):\n%s", got, want)
+	}
 	msgs := reqs[1].Messages
 	last := msgs[len(msgs)-1]
 	if last.Role != provider.RoleUser || len(last.Blocks) != 3 {
