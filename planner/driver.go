@@ -219,8 +219,10 @@ func (d *driver) startBatch(v BatchVerb, ws []Work) {
 	for i, wk := range ws {
 		i := i
 		var once sync.Once
+		stop := make(chan struct{})
 		d.running[wk.ID] = func() {
 			once.Do(func() {
+				close(stop) // this job alone (Job.Cancelled)
 				mu.Lock()
 				pending--
 				last := pending == 0
@@ -231,6 +233,7 @@ func (d *driver) startBatch(v BatchVerb, ws []Work) {
 			})
 		}
 		jobs[i] = wk.Job
+		jobs[i].Cancelled = stop
 		jobs[i].Live = d.liveNotes(wk.ID)
 		jobs[i].Emit = func(kind string, fields map[string]any) {
 			mu.Lock()

@@ -21,6 +21,10 @@ type Job struct {
 	// Emit is how nika:log / nika:emit reach the canonical stream; never nil
 	// (use a no-op).
 	Emit func(kind string, fields map[string]any)
+	// Cancelled is closed when the planner cancels this one job. A batch
+	// verb (D5) runs several jobs under one context, so it must watch this to
+	// stop a single job (a fail-fast for_each, a timeout); nil: never.
+	Cancelled <-chan struct{}
 	// Live reports what is happening now to the live stream (D19): provider
 	// requests, tool calls. Nil means nobody watches. It may be called from
 	// any goroutine; nothing may decide anything from it.

@@ -139,7 +139,21 @@ func (v *Verb) RunBatch(ctx context.Context, jobs []workflow.Job) []workflow.Out
 					out[i] = workflow.Failed(spec.NewError(CodePanic, "the agent loop panicked: "+msg, map[string]any{"panic": msg}))
 				}
 			}()
-			out[i] = v.Run(ctx, jobs[i])
+			jctx, cancel := context.WithCancel(ctx)
+			if c := jobs[i].Cancelled; c != nil { // the planner cancels this job alone (D3, D5)
+				watched := make(chan struct{})
+				go func() {
+					defer close(watched)
+					select {
+					case <-c:
+						cancel()
+					case <-jctx.Done():
+					}
+				}()
+				defer func() { cancel(); <-watched }() // the watcher ends before the job does
+			}
+			defer cancel()
+			out[i] = v.Run(jctx, jobs[i])
 		}()
 	}
 	wg.Wait()

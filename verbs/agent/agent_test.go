@@ -304,3 +304,22 @@ func TestCancelled(t *testing.T) {
 		t.Fatalf("got %v", out.Err)
 	}
 }
+
+// A batch runs its jobs under one context; Job.Cancelled stops one job
+// alone (a fail-fast sibling, a timeout) while the others finish.
+func TestRunBatchCancelsOneJobAlone(t *testing.T) {
+	v, job, _ := setup(t, provider.NewMock(), map[string]any{"prompt": "hash it", "tools": []any{"nika:hash", "nika:done"}}, 8)
+	stopped := make(chan struct{})
+	close(stopped)
+	a, b := job, job
+	a.Emit = func(string, map[string]any) {} // each job has its own emitter
+	b.Emit = func(string, map[string]any) {}
+	a.Cancelled = stopped
+	out := v.RunBatch(context.Background(), []workflow.Job{a, b})
+	if out[0].Err == nil || out[0].Err.Code != "NIKA-CANCEL-001" {
+		t.Errorf("cancelled job: %+v, want NIKA-CANCEL-001", out[0])
+	}
+	if out[1].Err != nil || out[1].Output != "hash it" {
+		t.Errorf("sibling: %+v, want success", out[1])
+	}
+}
