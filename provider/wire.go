@@ -133,3 +133,20 @@ func RetryAfterMs(h http.Header, now time.Time) int64 {
 	}
 	return 0
 }
+
+// Env returns the first non-empty value (trimmed) among the variables names,
+// read through lookup; "" when none is set. Credentials and endpoints come
+// from the environment only (LANGUAGE.md §6.1).
+func Env(lookup func(string) (string, bool), names ...string) string {
+	if lookup == nil {
+		return ""
+	}
+	for _, n := range names {
+		if v, ok := lookup(n); ok {
+			if v = strings.TrimSpace(v); v != "" {
+				return v
+			}
+		}
+	}
+	return ""
+}

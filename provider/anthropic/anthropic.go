@@ -52,20 +52,8 @@ var _ provider.Adapter = (*Adapter)(nil)
 // anthropic-version from NIKA_ANTHROPIC_VERSION, else DefaultVersion (D28). A missing key is an error
 // naming the variable. client may be nil (http.DefaultClient).
 func New(lookup func(string) (string, bool), client *http.Client) (*Adapter, error) {
-	get := func(name string) string {
-		if lookup == nil {
-			return ""
-		}
-		v, ok := lookup(name)
-		if !ok {
-			return ""
-		}
-		return strings.TrimSpace(v)
-	}
-	key := get("NIKA_ANTHROPIC_API_KEY")
-	if key == "" {
-		key = get("ANTHROPIC_API_KEY")
-	}
+	get := func(names ...string) string { return provider.Env(lookup, names...) }
+	key := get("NIKA_ANTHROPIC_API_KEY", "ANTHROPIC_API_KEY")
 	if key == "" {
 		return nil, errors.New("anthropic: no API key: set NIKA_ANTHROPIC_API_KEY (or ANTHROPIC_API_KEY)")
 	}

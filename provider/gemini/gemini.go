@@ -48,22 +48,8 @@ var _ provider.Adapter = (*Adapter)(nil)
 // DefaultBaseURL (D28). A missing key is an error naming the variables. client may be nil
 // (http.DefaultClient).
 func New(lookup func(string) (string, bool), client *http.Client) (*Adapter, error) {
-	get := func(name string) string {
-		if lookup == nil {
-			return ""
-		}
-		v, ok := lookup(name)
-		if !ok {
-			return ""
-		}
-		return strings.TrimSpace(v)
-	}
-	var key string
-	for _, name := range []string{"NIKA_GEMINI_API_KEY", "GEMINI_API_KEY", "GOOGLE_API_KEY"} {
-		if key = get(name); key != "" {
-			break
-		}
-	}
+	get := func(names ...string) string { return provider.Env(lookup, names...) }
+	key := get("NIKA_GEMINI_API_KEY", "GEMINI_API_KEY", "GOOGLE_API_KEY")
 	if key == "" {
 		return nil, errors.New("gemini: no API key: set NIKA_GEMINI_API_KEY (or GEMINI_API_KEY, or GOOGLE_API_KEY)")
 	}

@@ -38,18 +38,9 @@ func New(p Profile, lookup func(string) (string, bool), client *http.Client) (*A
 	if lookup == nil {
 		lookup = func(string) (string, bool) { return "", false }
 	}
-	a := &Adapter{Profile: p, BaseURL: p.BaseURL, Client: client}
-	for _, v := range p.KeyVars {
-		if s, ok := lookup(v); ok && strings.TrimSpace(s) != "" {
-			a.Key = strings.TrimSpace(s)
-			break
-		}
-	}
-	for _, v := range p.BaseURLVars {
-		if s, ok := lookup(v); ok && strings.TrimSpace(s) != "" {
-			a.BaseURL = strings.TrimSpace(s)
-			break
-		}
+	a := &Adapter{Profile: p, BaseURL: p.BaseURL, Client: client, Key: provider.Env(lookup, p.KeyVars...)}
+	if base := provider.Env(lookup, p.BaseURLVars...); base != "" {
+		a.BaseURL = base
 	}
 	a.BaseURL = strings.TrimRight(a.BaseURL, "/")
 	if a.Key == "" && p.KeyRequired {
