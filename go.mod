@@ -1,6 +1,6 @@
 module github.com/nikahq/nika
 
-go 1.26
+go 1.26.0
 
 require (
 	github.com/dominikbraun/graph v0.23.0
@@ -10,10 +10,16 @@ require (
 	github.com/santhosh-tekuri/jsonschema/v6 v6.0.3
 	github.com/zeebo/blake3 v0.2.4
 	go.uber.org/goleak v1.3.0
-	golang.org/x/text v0.14.0
+	golang.org/x/text v0.43.0
 )
 
-require github.com/klauspost/cpuid/v2 v2.0.12 // indirect
+require (
+	github.com/klauspost/cpuid/v2 v2.0.12 // indirect
+	github.com/modelcontextprotocol/go-sdk v1.8.0 // indirect
+	github.com/prometheus/client_golang v1.25.0 // indirect
+	golang.org/x/net v0.62.0 // indirect
+	golang.org/x/sync v0.25.0 // indirect
+)
 
 require (
 	github.com/google/uuid v1.6.0

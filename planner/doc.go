@@ -25,6 +25,9 @@
 //     inside the task's events, before its terminal event.
 //   - A batch-capable verb (D5) receives, as one RunBatch call, the
 //     attempts a single step starts; the batch's context ends only when
-//     every job in it was cancelled or the run was.
+//     every job in it was cancelled or the run was. One job is cancelled
+//     alone through Job.Cancelled, and a job's outcome reaches the core when
+//     the verb calls its Job.Settle, so a failing iteration fails fast and a
+//     finished job releases its dependants while its siblings still run.
 //   - The engine benchmarks and figures are in BENCHMARKS.md.
 package planner

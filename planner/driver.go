@@ -207,17 +207,31 @@ func (d *driver) start(wk Work) {
 }
 
 // startBatch runs several jobs of one BatchVerb in one call. The batch's
-// context ends when every job in it was cancelled (or the run was); the
-// core ignores outcomes of jobs it cancelled, so a batch never needs to
-// stop early for one of them.
+// context ends when every job in it was cancelled (or the run was); one job
+// is cancelled alone through its Job.Cancelled. A job's outcome reaches the
+// core as soon as the verb settles it (Job.Settle), so a failing iteration
+// fails fast while its siblings are still running; outcomes the verb did
+// not settle early are taken from RunBatch's result.
 func (d *driver) startBatch(v BatchVerb, ws []Work) {
 	ctx, cancel := context.WithCancel(d.base)
 	var mu sync.Mutex
 	pending := len(ws)
 	emitted := make([][]Emitted, len(ws))
+	settled := make([]bool, len(ws))
+	// deliver hands job i's outcome to the core, once.
+	deliver := func(i int, out workflow.Outcome) {
+		mu.Lock()
+		if settled[i] {
+			mu.Unlock()
+			return
+		}
+		settled[i] = true
+		em := emitted[i]
+		mu.Unlock()
+		d.results <- jobResult{id: ws[i].ID, out: out, emitted: em}
+	}
 	jobs := make([]workflow.Job, len(ws))
 	for i, wk := range ws {
-		i := i
 		var once sync.Once
 		stop := make(chan struct{})
 		d.running[wk.ID] = func() {
@@ -237,9 +251,12 @@ func (d *driver) startBatch(v BatchVerb, ws []Work) {
 		jobs[i].Live = d.liveNotes(wk.ID)
 		jobs[i].Emit = func(kind string, fields map[string]any) {
 			mu.Lock()
-			emitted[i] = append(emitted[i], Emitted{Kind: kind, Fields: fields})
+			if !settled[i] {
+				emitted[i] = append(emitted[i], Emitted{Kind: kind, Fields: fields})
+			}
 			mu.Unlock()
 		}
+		jobs[i].Settle = func(out workflow.Outcome) { deliver(i, out) }
 		d.live(event.Live{Kind: event.LiveTaskStarted, Task: wk.ID.Task, Verb: wk.Job.Verb, Iteration: wk.ID.Iteration, Attempt: wk.ID.Attempt})
 	}
 	d.live(event.Live{Kind: event.LiveBatchDispatched, Task: ws[0].ID.Task, Verb: ws[0].Job.Verb, Size: len(ws)})
@@ -248,11 +265,8 @@ func (d *driver) startBatch(v BatchVerb, ws []Work) {
 		defer d.wg.Done()
 		defer cancel()
 		outs := runBatch(ctx, v, jobs)
-		for i, wk := range ws {
-			mu.Lock()
-			em := emitted[i]
-			mu.Unlock()
-			d.results <- jobResult{id: wk.ID, out: outs[i], emitted: em}
+		for i := range ws {
+			deliver(i, outs[i])
 		}
 	}()
 }

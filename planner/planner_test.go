@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -665,6 +666,108 @@ func TestLiveNotes(t *testing.T) {
 	for _, e := range mem.Events() {
 		if e.Kind == event.LiveToolCallFinished {
 			t.Error("a live note reached the canonical stream")
+		}
+	}
+}
+
+// settler is a BatchVerb that settles each job's outcome as soon as it is
+// known (Job.Settle): "fail" fails at once, "hold" waits until the planner
+// cancels that job alone (or gives up after 5 s and answers "late"),
+// "gate" waits until a job "open" has run, "open" opens the gate, anything
+// else answers its prompt.
+type settler struct {
+	gate      chan struct{}
+	cancelled atomic.Int32
+}
+
+func (s *settler) Run(ctx context.Context, job workflow.Job) workflow.Outcome {
+	return s.RunBatch(ctx, []workflow.Job{job})[0]
+}
+
+func (s *settler) RunBatch(ctx context.Context, jobs []workflow.Job) []workflow.Outcome {
+	out := make([]workflow.Outcome, len(jobs))
+	var wg sync.WaitGroup
+	for i, j := range jobs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			p := fmt.Sprint(j.Fields["prompt"])
+			switch p {
+			case "fail":
+				out[i] = workflow.Failed(spec.NewError("NIKA-INFER-001", "scripted failure", nil))
+			case "hold":
+				select {
+				case <-j.Cancelled:
+					s.cancelled.Add(1)
+					out[i] = workflow.Failed(spec.NewError("NIKA-CANCEL-001", "cancelled", nil))
+				case <-time.After(5 * time.Second):
+					out[i] = workflow.Outcome{Output: "late"}
+				}
+			case "gate":
+				select {
+				case <-s.gate:
+					out[i] = workflow.Outcome{Output: "gate"}
+				case <-time.After(5 * time.Second):
+					out[i] = workflow.Failed(spec.NewError("NIKA-INFER-001", "the dependant of a settled job never started", nil))
+				}
+			case "open":
+				close(s.gate)
+				out[i] = workflow.Outcome{Output: "open"}
+			default:
+				out[i] = workflow.Outcome{Output: p}
+			}
+			if j.Settle != nil {
+				j.Settle(out[i])
+			}
+		}()
+	}
+	wg.Wait()
+	return out
+}
+
+// D3 with D5: a batch that settles a failing iteration early lets fail_fast
+// cancel the iterations above it still running in the same batch. Without early
+// settlement the core would hear of the failure only when the held
+// iterations gave up, and none would be cancelled.
+func TestBatchSettleFailsFastWhileSiblingsRun(t *testing.T) {
+	w := compile(t, header+`model: mock/echo
+tasks:
+  - id: each
+    for_each: ["below", "fail", "hold", "hold"]
+    infer: { prompt: "${{ item }}" }
+`)
+	s := &settler{gate: make(chan struct{})}
+	res := Run(context.Background(), w, Inputs{}, Options{Verbs: map[string]Verb{"infer": s}})
+	if res.State != "failure" || res.Tasks[0].Error == nil || res.Tasks[0].Error.Code != "NIKA-INFER-001" {
+		t.Fatalf("state %s, task error %+v; want failure with NIKA-INFER-001", res.State, res.Tasks[0].Error)
+	}
+	if got := s.cancelled.Load(); got != 2 {
+		t.Errorf("%d of 2 held iterations were cancelled; the failure must cancel them while they run", got)
+	}
+}
+
+// A job settled early releases its dependants while its batch siblings still
+// run: "gate" finishes only once "after", which depends on "quick" alone,
+// has started.
+func TestBatchSettleReleasesDependantsEarly(t *testing.T) {
+	w := compile(t, header+`model: mock/echo
+tasks:
+  - id: quick
+    infer: { prompt: "quick" }
+  - id: slow
+    infer: { prompt: "gate" }
+  - id: after
+    depends_on: [quick]
+    infer: { prompt: "open" }
+`)
+	s := &settler{gate: make(chan struct{})}
+	res := Run(context.Background(), w, Inputs{}, Options{Verbs: map[string]Verb{"infer": s}})
+	if res.State != "success" {
+		t.Fatalf("state %s: %+v", res.State, res.Error)
+	}
+	for _, tr := range res.Tasks {
+		if tr.Error != nil {
+			t.Errorf("task %s: %v", tr.ID, tr.Error)
 		}
 	}
 }

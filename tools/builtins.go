@@ -46,6 +46,9 @@ type Call struct {
 	Emit func(kind string, fields map[string]any)
 	// Now is the engine clock read by nika:date op now and nika:wait until; nil means time.Now.
 	Now func() time.Time
+	// Workflow and Task name the running workflow and task (nika:notify puts them in its body;
+	// nika:inspect reports them). Empty when unknown.
+	Workflow, Task string
 }
 
 // Builtins runs the builtins of this build. It holds no global state; its zero value is not

@@ -25,6 +25,12 @@ type Job struct {
 	// verb (D5) runs several jobs under one context, so it must watch this to
 	// stop a single job (a fail-fast for_each, a timeout); nil: never.
 	Cancelled <-chan struct{}
+	// Settle, when set, takes this job's outcome the moment it is known. A batch verb (D5)
+	// calls it once per job as that job ends, so the planner can act on one job (fail fast,
+	// release its dependants, start its retry) while its siblings still run; the slice RunBatch
+	// returns must still hold every outcome, and a job settled early is not reported twice.
+	// Emit must not be called for a job after its Settle. Nil: nobody listens early.
+	Settle func(Outcome)
 	// Live reports what is happening now to the live stream (D19): provider
 	// requests, tool calls. Nil means nobody watches. It may be called from
 	// any goroutine; nothing may decide anything from it.

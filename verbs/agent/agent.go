@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"sort"
 	"strings"
-	"sync"
 	"time"
 	"unicode"
 
@@ -118,46 +117,6 @@ type run struct {
 	total    int
 	lastText string
 	digest   string
-}
-
-// CodePanic is an engine panic inside one job of a batch (AGENT.md §11.3).
-const CodePanic = "NIKA-AGENT-007"
-
-// RunBatch runs several agent jobs (planner.BatchVerb, DECISIONS.md D5, AGENT.md §11.3): each job
-// is one independent loop, all run concurrently, and the result holds one outcome per job in job
-// order. A failing job (a panic included, NIKA-AGENT-007) is an outcome beside the others.
-func (v *Verb) RunBatch(ctx context.Context, jobs []workflow.Job) []workflow.Outcome {
-	out := make([]workflow.Outcome, len(jobs))
-	var wg sync.WaitGroup
-	for i := range jobs {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			defer func() {
-				if rec := recover(); rec != nil {
-					msg := strings.Join(strings.Fields(fmt.Sprint(rec)), " ")
-					out[i] = workflow.Failed(spec.NewError(CodePanic, "the agent loop panicked: "+msg, map[string]any{"panic": msg}))
-				}
-			}()
-			jctx, cancel := context.WithCancel(ctx)
-			if c := jobs[i].Cancelled; c != nil { // the planner cancels this job alone (D3, D5)
-				watched := make(chan struct{})
-				go func() {
-					defer close(watched)
-					select {
-					case <-c:
-						cancel()
-					case <-jctx.Done():
-					}
-				}()
-				defer func() { cancel(); <-watched }() // the watcher ends before the job does
-			}
-			defer cancel()
-			out[i] = v.Run(jctx, jobs[i])
-		}()
-	}
-	wg.Wait()
-	return out
 }
 
 // Run runs one agent job (planner.Verb). The output is the final answer: the last assistant text,

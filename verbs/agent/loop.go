@@ -239,7 +239,8 @@ func (r *run) execute(ctx context.Context, c dispatch.Call, emit func(string, ma
 	if args == nil {
 		args = map[string]any{}
 	}
-	out, err := r.v.Builtins.Execute(ctx, tools.Call{Name: c.Name, Args: args, Permits: r.job.Permits, RunDir: r.job.RunDir, Emit: emit})
+	out, err := r.v.Builtins.Execute(ctx, tools.Call{Name: c.Name, Args: args, Permits: r.job.Permits, RunDir: r.job.RunDir, Emit: emit,
+		Workflow: r.job.Workflow, Task: taskID(r.job)})
 	if err != nil {
 		return "", nil, err
 	}
@@ -295,4 +296,12 @@ func (b *emitBuf) close() []bufEvent {
 	defer b.mu.Unlock()
 	b.closed = true
 	return b.evs
+}
+
+// taskID is the id of the job's task, "" when the job carries none.
+func taskID(job workflow.Job) string {
+	if job.Task == nil {
+		return ""
+	}
+	return job.Task.ID
 }

@@ -106,7 +106,7 @@ func (v *Verb) call(ctx context.Context, job workflow.Job, name string) workflow
 			emit = func(string, map[string]any) {}
 		}
 		res, err := v.Builtins.Execute(ctx, tools.Call{Name: name, Args: args, Permits: job.Permits,
-			RunDir: job.RunDir, Emit: emit, Now: v.Now})
+			RunDir: job.RunDir, Emit: emit, Now: v.Now, Workflow: job.Workflow, Task: taskID(job)})
 		if err != nil {
 			return workflow.Failed(toError(name, err))
 		}
@@ -125,4 +125,12 @@ func toError(name string, err error) *spec.Error {
 		return se
 	}
 	return spec.NewError(CodeFailed, fmt.Sprintf("%s failed: %v", name, err), map[string]any{"tool": name}).Wrap(err)
+}
+
+// taskID is the id of the job's task, "" when the job carries none.
+func taskID(job workflow.Job) string {
+	if job.Task == nil {
+		return ""
+	}
+	return job.Task.ID
 }
