@@ -82,6 +82,9 @@ func NewBuiltins() *Builtins {
 		"nika:date":     runDate,
 		"nika:validate": runValidate,
 		"nika:convert":  runConvert,
+
+		"nika:json_diff":        runJSONDiff,
+		"nika:json_merge_patch": runJSONMergePatch,
 	}
 	b := &Builtins{impls: make(map[string]*impl, len(runs))}
 	for name, run := range runs {

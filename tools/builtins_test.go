@@ -115,6 +115,7 @@ func TestInvokeViolationsDetails(t *testing.T) {
 func TestHasAndNames(t *testing.T) {
 	b := NewBuiltins()
 	want := []string{"nika:assert", "nika:convert", "nika:date", "nika:emit", "nika:hash", "nika:jq",
+		"nika:json_diff", "nika:json_merge_patch",
 		"nika:log", "nika:read", "nika:uuid", "nika:validate", "nika:wait", "nika:write"}
 	if got := b.Names(); !reflect.DeepEqual(got, want) {
 		t.Errorf("Names() = %v", got)
