@@ -83,6 +83,7 @@ func NewBuiltins() *Builtins {
 		"nika:validate": runValidate,
 		"nika:convert":  runConvert,
 
+		"nika:edit":             runEdit,
 		"nika:json_diff":        runJSONDiff,
 		"nika:json_merge_patch": runJSONMergePatch,
 	}
