@@ -13,6 +13,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/nikahq/nika/dag"
 	"github.com/nikahq/nika/spec"
 )
 
@@ -37,6 +38,8 @@ Usage:
                                             print the task graph
   nika explain NIKA-XXX-NNN                 explain an error code and how to fix it
   nika schema                               print the JSON Schema of the workflow format
+  nika mcp                                  serve nika_check, nika_explain, nika_schema and nika_graph
+                                            over MCP on stdio (read-only; runs nothing)
   nika version                              print the version
   nika help [COMMAND]                       print this help
 
@@ -62,6 +65,8 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return cmdExplain(rest, stdout, stderr)
 	case "schema":
 		return cmdSchema(rest, stdout, stderr)
+	case "mcp":
+		return cmdMCP(rest, stdin, stdout, stderr)
 	case "version", "--version", "-version":
 		if len(rest) > 0 {
 			fmt.Fprintf(stderr, "nika version: takes no arguments\n")
@@ -124,6 +129,7 @@ var synopses = map[string]string{
 	"graph":   "nika graph FILE [--format mermaid|dot|json] [--model M]",
 	"explain": "nika explain NIKA-XXX-NNN",
 	"schema":  "nika schema",
+	"mcp":     "nika mcp",
 }
 
 func newFlagSet(name string) *flag.FlagSet {
@@ -168,11 +174,18 @@ func checkFiles(names []string, model string, stderr io.Writer) ([]spec.FileResu
 			analyses = append(analyses, nil)
 			continue
 		}
-		a := spec.CheckSource(name, src, opts)
-		results = append(results, spec.FileResult{Name: name, File: a.File, Findings: a.Findings})
+		r, a := checkText(name, src, opts)
+		results = append(results, r)
 		analyses = append(analyses, a)
 	}
 	return results, analyses
+}
+
+// checkText checks one workflow text; `nika check`, `nika graph` and the
+// `nika mcp` tools all go through it so they report the same findings.
+func checkText(name string, src []byte, opts spec.CheckOptions) (spec.FileResult, *spec.Analysis) {
+	a := spec.CheckSource(name, src, opts)
+	return spec.FileResult{Name: name, File: a.File, Findings: a.Findings}, a
 }
 
 // checkModelFlag refuses a malformed --model as a usage error (exit 2).
@@ -274,10 +287,21 @@ func cmdGraph(args []string, stdout, stderr io.Writer) int {
 		return exitUsage
 	}
 	spec.WriteText(stderr, results, spec.TextOptions{Snippet: true}) // warnings, if any
-	g := analyses[0].Graph
+	out, err := renderGraph(analyses[0].Graph, *format)
+	if err != nil {
+		fmt.Fprintf(stderr, "nika graph: %v\n", err)
+		return exitEnv
+	}
+	stdout.Write(out)
+	return exitOK
+}
+
+// renderGraph renders a checked workflow's task graph in one of the formats
+// of `nika graph` (mermaid, dot, json); `nika mcp` shares it.
+func renderGraph(g *dag.Graph, format string) ([]byte, error) {
 	var buf bytes.Buffer
 	var err error
-	switch *format {
+	switch format {
 	case "mermaid":
 		err = g.WriteMermaid(&buf)
 	case "dot":
@@ -286,13 +310,13 @@ func cmdGraph(args []string, stdout, stderr io.Writer) int {
 		enc := json.NewEncoder(&buf)
 		enc.SetEscapeHTML(false)
 		err = enc.Encode(g.JSON())
+	default:
+		err = fmt.Errorf("unknown format %q (use mermaid, dot or json)", format)
 	}
 	if err != nil {
-		fmt.Fprintf(stderr, "nika graph: %v\n", err)
-		return exitEnv
+		return nil, err
 	}
-	stdout.Write(buf.Bytes())
-	return exitOK
+	return buf.Bytes(), nil
 }
 
 func cmdExplain(args []string, stdout, stderr io.Writer) int {
@@ -305,7 +329,21 @@ func cmdExplain(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "nika explain: give exactly one code, e.g. nika explain NIKA-PARSE-005")
 		return exitUsage
 	}
-	id := strings.ToUpper(strings.TrimSpace(codes[0]))
+	text, err := explainCode(codes[0])
+	if err != nil {
+		fmt.Fprintf(stderr, "nika explain: %v\n", err)
+		return exitUsage
+	}
+	fmt.Fprint(stdout, text)
+	return exitOK
+}
+
+// explainCode returns the `nika explain` text of a code given as the user
+// typed it (any case, NIKA- prefix optional), ending in one newline; an
+// unallocated code is an error naming the closest allocated one. `nika mcp`
+// shares it.
+func explainCode(arg string) (string, error) {
+	id := strings.ToUpper(strings.TrimSpace(arg))
 	if !strings.HasPrefix(id, "NIKA-") {
 		id = "NIKA-" + id
 	}
@@ -315,11 +353,9 @@ func cmdExplain(args []string, stdout, stderr io.Writer) int {
 		if s := spec.SuggestCode(id); s != "" {
 			hint = fmt.Sprintf(" (did you mean %s?)", s)
 		}
-		fmt.Fprintf(stderr, "nika explain: %q is not an allocated code%s\n", codes[0], hint)
-		return exitUsage
+		return "", fmt.Errorf("%q is not an allocated code%s", arg, hint)
 	}
-	fmt.Fprint(stdout, strings.TrimRight(text, "\n")+"\n")
-	return exitOK
+	return strings.TrimRight(text, "\n") + "\n", nil
 }
 
 func cmdSchema(args []string, stdout, stderr io.Writer) int {
