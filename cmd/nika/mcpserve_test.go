@@ -439,6 +439,26 @@ func TestMCPServeBinary(t *testing.T) {
 			t.Errorf("%s: nika_check (isError %v) differs from `nika check --json`:\n got: %s\nwant: %s", name, isErr, got, want.stdout)
 		}
 	}
+	// The server reads no file: a registry in its directory that lacks the
+	// workflow's server changes `nika check` there, not nika_check.
+	if err := os.Mkdir(filepath.Join(dir, ".nika"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	registry := `{"servers": {"other": {"command": "true"}}}`
+	if err := os.WriteFile(filepath.Join(dir, ".nika", "mcp_servers.json"), []byte(registry), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	text := fixture(t, "mcp.nika.yaml")
+	if err := os.WriteFile(filepath.Join(dir, mcpWorkflowName), []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if cli := runBinary(t, dir, "check", "--json", mcpWorkflowName); !strings.Contains(cli.stdout, "NIKA-INVOKE-001") {
+		t.Fatalf("the registry fixture does not change `nika check`: %s", cli.stdout)
+	}
+	got, isErr := callText(t, cs, "nika_check", map[string]any{"workflow_yaml": text})
+	if isErr || !strings.HasPrefix(got, `{"valid":true,`) {
+		t.Errorf("nika_check read the MCP registry (isError %v): %s", isErr, got)
+	}
 	// Closing the session closes the server's stdin and waits for the
 	// process: an error here is a non-zero exit (or a server that had to be
 	// signalled, which exits 130).
