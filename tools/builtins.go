@@ -84,6 +84,7 @@ func NewBuiltins() *Builtins {
 		"nika:convert":  runConvert,
 
 		"nika:edit":             runEdit,
+		"nika:glob":             runGlob,
 		"nika:json_diff":        runJSONDiff,
 		"nika:json_merge_patch": runJSONMergePatch,
 	}

@@ -49,7 +49,7 @@ func TestExecuteDispatch(t *testing.T) {
 	}{
 		{"unknown tool", Call{Name: "nika:nope"}, "NIKA-INVOKE-001", "unknown tool"},
 		{"mcp name", Call{Name: "mcp:fs/read"}, "NIKA-INVOKE-001", "unknown tool"},
-		{"catalog builtin not built", Call{Name: "nika:glob", Args: map[string]any{"pattern": "*"}}, "NIKA-INVOKE-001", "not in this build"},
+		{"catalog builtin not built", Call{Name: "nika:compose", Args: map[string]any{"workflow_yaml": "nika: v1"}}, "NIKA-INVOKE-001", "not in this build"},
 		{"fetch not built", Call{Name: "nika:fetch"}, "NIKA-INVOKE-001", "not in this build"},
 		{"permits.tools denies", Call{Name: "nika:uuid", Permits: &spec.Permits{Tools: []string{"nika:*", "!nika:uuid"}}}, "NIKA-SEC-004", "permits.tools"},
 		{"permits without tools denies", Call{Name: "nika:uuid", Permits: &spec.Permits{}}, "NIKA-SEC-004", "permits.tools"},
@@ -118,7 +118,7 @@ func TestHasAndNames(t *testing.T) {
 	want := []string{"nika:assert", "nika:convert", "nika:date", "nika:emit", "nika:hash", "nika:jq",
 		"nika:json_diff", "nika:json_merge_patch",
 		"nika:log", "nika:read", "nika:uuid", "nika:validate", "nika:wait", "nika:write"}
-	want = append(want, "nika:edit") // the file builtins of issue 6
+	want = append(want, "nika:edit", "nika:glob") // the file builtins of issue 6
 	slices.Sort(want)
 	if got := b.Names(); !reflect.DeepEqual(got, want) {
 		t.Errorf("Names() = %v", got)
@@ -131,7 +131,7 @@ func TestHasAndNames(t *testing.T) {
 			t.Errorf("%s is not in the catalog", n)
 		}
 	}
-	for _, n := range []string{"nika:glob", "nika:done", "nika:nope", ""} {
+	for _, n := range []string{"nika:compose", "nika:done", "nika:nope", ""} {
 		if b.Has(n) {
 			t.Errorf("Has(%q) = true", n)
 		}
