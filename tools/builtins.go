@@ -55,6 +55,10 @@ type Call struct {
 // usable: construct it with NewBuiltins. It is safe for concurrent use.
 type Builtins struct {
 	impls map[string]*impl
+	// Resolver resolves host names for nika:fetch and nika:notify, whose SSRF floor checks
+	// every address it returns (netfloor.go, D36); nil means net.DefaultResolver. Set it
+	// before the first Execute.
+	Resolver Resolver
 }
 
 // impl is one builtin of this build, with its catalog entry and its compiled Params.
@@ -67,7 +71,8 @@ type impl struct {
 }
 
 // NewBuiltins returns the builtins of this build: log, emit, assert, wait, read, write, jq,
-// hash, uuid, date, validate and convert.
+// hash, uuid, date, validate and convert; fetch and notify (their SSRF floor resolves through
+// Builtins.Resolver).
 func NewBuiltins() *Builtins {
 	runs := map[string]func(context.Context, *invocation) (any, error){
 		"nika:log":      runLog,
@@ -87,6 +92,8 @@ func NewBuiltins() *Builtins {
 		"nika:glob":             runGlob,
 		"nika:json_diff":        runJSONDiff,
 		"nika:json_merge_patch": runJSONMergePatch,
+		"nika:fetch":            runFetch,
+		"nika:notify":           runNotify,
 	}
 	b := &Builtins{impls: make(map[string]*impl, len(runs))}
 	for name, run := range runs {
@@ -158,7 +165,7 @@ func (b *Builtins) Execute(ctx context.Context, call Call) (out any, err error) 
 	if err := cancelled(ctx); err != nil {
 		return nil, err
 	}
-	return im.run(ctx, &invocation{call: call, args: args})
+	return im.run(ctx, &invocation{call: call, args: args, resolver: b.Resolver})
 }
 
 // checkArgs normalizes the arguments and checks them against the static contract.
@@ -275,8 +282,9 @@ func cancelError(ctx context.Context) *spec.Error {
 
 // invocation is one call being run, with its normalized arguments.
 type invocation struct {
-	call Call
-	args map[string]any
+	call     Call
+	args     map[string]any
+	resolver Resolver // Builtins.Resolver, for the network floor
 }
 
 func (in *invocation) now() time.Time {

@@ -50,7 +50,6 @@ func TestExecuteDispatch(t *testing.T) {
 		{"unknown tool", Call{Name: "nika:nope"}, "NIKA-INVOKE-001", "unknown tool"},
 		{"mcp name", Call{Name: "mcp:fs/read"}, "NIKA-INVOKE-001", "unknown tool"},
 		{"catalog builtin not built", Call{Name: "nika:compose", Args: map[string]any{"workflow_yaml": "nika: v1"}}, "NIKA-INVOKE-001", "not in this build"},
-		{"fetch not built", Call{Name: "nika:fetch"}, "NIKA-INVOKE-001", "not in this build"},
 		{"permits.tools denies", Call{Name: "nika:uuid", Permits: &spec.Permits{Tools: []string{"nika:*", "!nika:uuid"}}}, "NIKA-SEC-004", "permits.tools"},
 		{"permits without tools denies", Call{Name: "nika:uuid", Permits: &spec.Permits{}}, "NIKA-SEC-004", "permits.tools"},
 		{"permits.tools admits", Call{Name: "nika:uuid", Permits: &spec.Permits{Tools: []string{"nika:*"}, ToolsSet: true}}, "", ""},
@@ -119,6 +118,8 @@ func TestHasAndNames(t *testing.T) {
 		"nika:json_diff", "nika:json_merge_patch",
 		"nika:log", "nika:read", "nika:uuid", "nika:validate", "nika:wait", "nika:write"}
 	want = append(want, "nika:edit", "nika:glob") // the file builtins of issue 6
+	// The network builtins of issue 6.
+	want = append(want, "nika:fetch", "nika:notify")
 	slices.Sort(want)
 	if got := b.Names(); !reflect.DeepEqual(got, want) {
 		t.Errorf("Names() = %v", got)

@@ -1,0 +1,442 @@
+package tools
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"golang.org/x/net/html/charset"
+
+	"github.com/nikahq/nika/spec"
+	"github.com/nikahq/nika/spec/canon"
+	"github.com/nikahq/nika/spec/jq"
+)
+
+// nika:fetch (LANGUAGE.md §7.5): one HTTP request through the network floor (netfloor.go),
+// its body converted by `mode`.
+//
+// Decisions where the language is silent:
+//
+//   - body: a string is sent verbatim and bytes too (both without a default Content-Type);
+//     any other value, null included, as canonical JSON with `Content-Type: application/json`
+//     unless a Content-Type header is given. A `Host` header sets the request's Host.
+//   - User-Agent is `nika` unless a header sets it. Compressed responses are decompressed by the
+//     transport; max_bytes caps the decompressed body.
+//   - HEAD: a HEAD response has no body, so whatever the mode the output is
+//     {url (final), status, content_type, content_length, headers} — headers maps each
+//     lower-case header name to its values joined with ", ", content_type and content_length
+//     are null when absent — and mode `jq` runs its program over that object.
+//   - charset: the Content-Type charset (a WHATWG label) decodes the body; without one, or with
+//     an unknown one, the body is UTF-8; a UTF-8 BOM is dropped; invalid sequences become U+FFFD.
+//     <meta charset> is not consulted (§7.5: the Content-Type charset, defaulting to UTF-8).
+//   - binary: the text modes (markdown, text, links, metadata) refuse a binary body with
+//     NIKA-BUILTIN-FETCH-003: an image, audio, video or font media type, a known archive or
+//     executable type (application/octet-stream, pdf, zip, gzip, …), or a NUL character in the
+//     first 8 KiB of the decoded text. Mode jq needs no such rule: such a body is not JSON.
+//   - HTML: a body is HTML when its media type is text/html or application/xhtml+xml, or when
+//     there is no Content-Type and it sniffs as HTML. links of a non-HTML body are [], and its
+//     metadata has null/{} values; markdown and text return a non-HTML text body as it is.
+//   - metadata.content_type is the Content-Type header as the server sent it (null if absent).
+//   - FETCH-001's body_excerpt is the first KiB of the body, decoded, cut at a character
+//     boundary (at most 1024 bytes of UTF-8).
+
+const (
+	codeFetchStatus    = "NIKA-BUILTIN-FETCH-001"
+	codeFetchTransport = "NIKA-BUILTIN-FETCH-002"
+	codeFetchBody      = "NIKA-BUILTIN-FETCH-003"
+
+	fetchDefaultTimeout  = 30 * time.Second
+	fetchDefaultMaxBytes = 10 << 20
+	excerptBytes         = 1024
+	binarySniffBytes     = 8 << 10
+	userAgent            = "nika"
+)
+
+// fetchResponse is a response read in full (up to max_bytes), before the mode converts it.
+type fetchResponse struct {
+	url         *url.URL // final, after redirects
+	status      int
+	header      http.Header
+	contentType string // the header as sent; "" when absent
+	body        []byte
+}
+
+func runFetch(ctx context.Context, in *invocation) (any, error) {
+	rawURL, err := in.str("url", "")
+	if err != nil {
+		return nil, err
+	}
+	method, err := in.str("method", http.MethodGet)
+	if err != nil {
+		return nil, err
+	}
+	mode, err := in.str("mode", "markdown")
+	if err != nil {
+		return nil, err
+	}
+	switch mode {
+	case "markdown", "text", "jq", "metadata", "links":
+	default:
+		// The schema's enum already refuses the non-floor modes; this guards a catalog change.
+		return nil, in.badValue("mode", mode, "a mode this engine supports (markdown, text, jq, metadata or links)")
+	}
+	timeout := fetchDefaultTimeout
+	if s, err := in.str("timeout", ""); err != nil {
+		return nil, err
+	} else if s != "" {
+		d, perr := time.ParseDuration(s)
+		if perr != nil || d <= 0 {
+			return nil, in.badValue("timeout", s, "a positive Go duration such as `30s`")
+		}
+		timeout = d
+	}
+	maxBytes := int64(fetchDefaultMaxBytes)
+	if v, ok := in.args["max_bytes"]; ok {
+		n, ok := v.(int)
+		if !ok || n < 1 {
+			return nil, in.typeError("max_bytes", "an integer ≥ 1", v)
+		}
+		maxBytes = int64(n)
+	}
+	var prog *jq.Program
+	if mode == "jq" {
+		src, err := in.str("jq", "")
+		if err != nil {
+			return nil, err
+		}
+		if prog, err = jq.Compile(src); err != nil {
+			return nil, spec.NewError(codeJQCompile, err.Error(), map[string]any{"arg": "jq"}).Wrap(err)
+		}
+	}
+	u, err := url.Parse(rawURL)
+	if err != nil || u.Host == "" {
+		return nil, in.badValue("url", rawURL, "an absolute http or https URL")
+	}
+	body, contentType, err := requestBody(in)
+	if err != nil {
+		return nil, err
+	}
+
+	rctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(rctx, method, u.String(), bodyReader(body))
+	if err != nil {
+		return nil, in.badValue("url", rawURL, "a URL this engine can request: "+err.Error())
+	}
+	if err := setHeaders(in, req, contentType); err != nil {
+		return nil, err
+	}
+	fl := newFloor(in.resolver, in.call.Permits)
+	what := method + " " + redactURL(u)
+	fail := func(err error) error {
+		return requestError(ctx, rctx, err, codeFetchTransport, what, timeout, map[string]any{"url": redactURL(u)})
+	}
+	if err := fl.check(rctx, u); err != nil {
+		return nil, fail(err)
+	}
+	client := fl.client(maxRedirects)
+	defer client.CloseIdleConnections()
+	resp, err := client.Do(req)
+	if err != nil {
+		return nil, fail(err)
+	}
+	defer resp.Body.Close()
+	final := resp.Request.URL
+	r := &fetchResponse{url: final, status: resp.StatusCode, header: resp.Header, contentType: resp.Header.Get("Content-Type")}
+
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		head, _ := io.ReadAll(io.LimitReader(resp.Body, excerptBytes+utf8.UTFMax))
+		e := spec.NewError(codeFetchStatus,
+			fmt.Sprintf("%s %s returned %d", method, redactURL(final), resp.StatusCode),
+			map[string]any{"status": resp.StatusCode, "url": redactURL(final), "body_excerpt": excerpt(decodeBody(head, r.contentType))})
+		e.Transient = transientStatus(resp.StatusCode)
+		return nil, e
+	}
+	if method == http.MethodHead {
+		out := headOutput(r, resp.ContentLength)
+		if prog != nil {
+			return runFetchJQ(ctx, prog, out)
+		}
+		return out, nil
+	}
+	r.body, err = io.ReadAll(io.LimitReader(resp.Body, maxBytes+1))
+	if err != nil {
+		return nil, fail(err)
+	}
+	if int64(len(r.body)) > maxBytes {
+		return nil, spec.NewError(codeFetchBody,
+			fmt.Sprintf("the body of %s %s is larger than max_bytes (%d bytes); raise `max_bytes` or fetch a smaller resource", method, redactURL(final), maxBytes),
+			map[string]any{"url": redactURL(final), "max_bytes": maxBytes})
+	}
+	text := decodeBody(r.body, r.contentType)
+	if mode == "jq" {
+		v, err := parseJSON(text)
+		if err != nil {
+			return nil, spec.NewError(codeFetchBody,
+				fmt.Sprintf("the body of %s %s is not JSON (%v); mode `jq` needs a JSON body", method, redactURL(final), err),
+				map[string]any{"url": redactURL(final), "content_type": r.contentType}).Wrap(err)
+		}
+		return runFetchJQ(ctx, prog, v)
+	}
+	if isBinary(r.contentType, text) {
+		return nil, spec.NewError(codeFetchBody,
+			fmt.Sprintf("the body of %s %s is binary (%s); mode `%s` needs text — fetch it with another tool, or use mode `metadata` on the page that links to it",
+				method, redactURL(final), orUnknown(r.contentType), mode),
+			map[string]any{"url": redactURL(final), "content_type": r.contentType, "mode": mode})
+	}
+	isHTML := htmlBody(r.contentType, r.body)
+	switch mode {
+	case "markdown":
+		if !isHTML {
+			return text, nil
+		}
+		return htmlToMarkdown(text, final), nil
+	case "text":
+		if !isHTML {
+			return text, nil
+		}
+		return htmlToText(text), nil
+	case "links":
+		if !isHTML {
+			return []any{}, nil
+		}
+		return htmlLinks(text, final), nil
+	default: // metadata
+		var m *pageMeta
+		if isHTML {
+			m = htmlMetadata(text, final)
+		} else {
+			m = &pageMeta{og: map[string]any{}, twitter: map[string]any{}}
+		}
+		return metadataOutput(r, m), nil
+	}
+}
+
+// requestBody is the request body and the Content-Type it implies ("" for none).
+func requestBody(in *invocation) ([]byte, string, error) {
+	v, ok := in.args["body"]
+	if !ok {
+		return nil, "", nil
+	}
+	switch b := v.(type) {
+	case string:
+		return []byte(b), "", nil
+	case []byte:
+		return b, "", nil
+	}
+	j, err := canon.Marshal(v)
+	if err != nil {
+		return nil, "", in.typeError("body", "a string, bytes or a JSON value", v)
+	}
+	return j, "application/json", nil
+}
+
+func bodyReader(b []byte) io.Reader {
+	if b == nil {
+		return nil
+	}
+	return bytes.NewReader(b)
+}
+
+// setHeaders copies the `headers` argument onto req, then the defaults it does not set.
+func setHeaders(in *invocation, req *http.Request, contentType string) error {
+	if v, ok := in.args["headers"]; ok {
+		hs, ok := v.(map[string]any)
+		if !ok {
+			return in.typeError("headers", "an object of strings", v)
+		}
+		for _, k := range sortedKeys(hs) {
+			s, ok := hs[k].(string)
+			if !ok {
+				return in.typeError("headers/"+k, "a string", hs[k])
+			}
+			if strings.EqualFold(k, "Host") {
+				req.Host = s
+				continue
+			}
+			req.Header.Set(k, s)
+		}
+	}
+	if contentType != "" && req.Header.Get("Content-Type") == "" {
+		req.Header.Set("Content-Type", contentType)
+	}
+	if req.Header.Get("User-Agent") == "" {
+		req.Header.Set("User-Agent", userAgent)
+	}
+	return nil
+}
+
+// requestError maps a failed request: the floor's and the permits' own errors pass through, a
+// done parent context is a cancellation (or the task's timeout, which the caller finds through
+// the wrapped cause), our own deadline and every other failure are the builtin's transient
+// transport code.
+func requestError(parent, rctx context.Context, err error, code, what string, timeout time.Duration, details map[string]any) error {
+	var se *spec.Error
+	if errors.As(err, &se) {
+		return se
+	}
+	if parent.Err() != nil {
+		return cancelError(parent)
+	}
+	msg := transportMessage(err)
+	if rctx.Err() != nil {
+		msg = fmt.Sprintf("timed out after %s", timeout)
+	}
+	e := spec.NewError(code, fmt.Sprintf("%s failed: %s; check the URL and that the server is reachable", what, msg), details).Wrap(err)
+	e.Transient = true
+	return e
+}
+
+// transientStatus is the transience of a non-2xx status (§7.5): 5xx, 408 and 429.
+func transientStatus(status int) bool {
+	return status >= 500 || status == http.StatusRequestTimeout || status == http.StatusTooManyRequests
+}
+
+// excerpt cuts text to at most excerptBytes bytes at a character boundary.
+func excerpt(text string) string {
+	if len(text) <= excerptBytes {
+		return text
+	}
+	cut := excerptBytes
+	for cut > 0 && !utf8.RuneStart(text[cut]) {
+		cut--
+	}
+	return text[:cut]
+}
+
+func runFetchJQ(ctx context.Context, prog *jq.Program, input any) (any, error) {
+	out, err := prog.Run(ctx, input)
+	if err != nil {
+		if ctx.Err() != nil && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)) {
+			return nil, cancelError(ctx)
+		}
+		return nil, spec.NewError(codeFetchBody, "the `jq` program failed on the body: "+err.Error(), map[string]any{"jq": prog.String()}).Wrap(err)
+	}
+	if len(out) != 1 {
+		return nil, spec.NewError(codeFetchBody,
+			fmt.Sprintf("the `jq` program produced %d values; it must produce exactly one (wrap it in [ … ] to collect several)", len(out)),
+			map[string]any{"jq": prog.String(), "count": len(out)})
+	}
+	return out[0], nil
+}
+
+// decodeBody decodes body with the Content-Type charset, UTF-8 by default; the result is
+// valid UTF-8.
+func decodeBody(body []byte, contentType string) string {
+	label := ""
+	if _, params, err := mime.ParseMediaType(contentType); err == nil {
+		label = params["charset"]
+	}
+	if label != "" {
+		if enc, name := charset.Lookup(label); enc != nil && name != "utf-8" {
+			if out, err := enc.NewDecoder().Bytes(body); err == nil {
+				return strings.ToValidUTF8(string(out), "\uFFFD")
+			}
+		}
+	}
+	body = bytes.TrimPrefix(body, []byte("\xEF\xBB\xBF"))
+	return strings.ToValidUTF8(string(body), "\uFFFD")
+}
+
+// mediaType is the lower-case media type of a Content-Type, "" when absent or unparsable.
+func mediaType(contentType string) string {
+	mt, _, err := mime.ParseMediaType(contentType)
+	if err != nil {
+		return strings.ToLower(strings.TrimSpace(strings.SplitN(contentType, ";", 2)[0]))
+	}
+	return mt
+}
+
+// binaryTypes are media types whose bodies are never text.
+var binaryTypes = map[string]bool{
+	"application/octet-stream": true, "application/pdf": true, "application/zip": true,
+	"application/gzip": true, "application/x-gzip": true, "application/x-tar": true,
+	"application/x-bzip2": true, "application/x-xz": true, "application/zstd": true,
+	"application/x-7z-compressed": true, "application/x-rar-compressed": true, "application/vnd.rar": true,
+	"application/wasm": true, "application/java-archive": true, "application/x-msdownload": true,
+	"application/x-executable": true, "application/protobuf": true, "application/x-protobuf": true,
+	"application/msword": true, "application/vnd.ms-excel": true,
+}
+
+// isBinary reports whether a body is not text (see the package decisions above).
+func isBinary(contentType, text string) bool {
+	mt := mediaType(contentType)
+	if !strings.HasSuffix(mt, "+xml") && !strings.HasSuffix(mt, "+json") {
+		for _, p := range []string{"image/", "audio/", "video/", "font/"} {
+			if strings.HasPrefix(mt, p) {
+				return true
+			}
+		}
+		if binaryTypes[mt] {
+			return true
+		}
+	}
+	head := text
+	if len(head) > binarySniffBytes {
+		head = head[:binarySniffBytes]
+	}
+	return strings.IndexByte(head, 0) >= 0
+}
+
+// htmlBody reports whether a body is HTML: by its media type, or sniffed when there is none.
+func htmlBody(contentType string, body []byte) bool {
+	switch mediaType(contentType) {
+	case "text/html", "application/xhtml+xml":
+		return true
+	case "":
+		return strings.HasPrefix(http.DetectContentType(body), "text/html")
+	}
+	return false
+}
+
+func orUnknown(s string) string {
+	if s == "" {
+		return "no Content-Type"
+	}
+	return s
+}
+
+// headOutput is the output of a HEAD request (see the decisions above).
+func headOutput(r *fetchResponse, length int64) map[string]any {
+	headers := make(map[string]any, len(r.header))
+	for k, vs := range r.header {
+		headers[strings.ToLower(k)] = strings.Join(vs, ", ")
+	}
+	var ct, cl any
+	if r.contentType != "" {
+		ct = r.contentType
+	}
+	if length >= 0 {
+		cl = int(length)
+	}
+	return map[string]any{"url": redactURL(r.url), "status": r.status, "content_type": ct, "content_length": cl, "headers": headers}
+}
+
+// metadataOutput is mode metadata's object (§7.5).
+func metadataOutput(r *fetchResponse, m *pageMeta) map[string]any {
+	var ct any
+	if r.contentType != "" {
+		ct = r.contentType
+	}
+	return map[string]any{
+		"url": redactURL(r.url), "status": r.status, "content_type": ct,
+		"title": nullable(m.title), "description": nullable(m.description),
+		"canonical": nullable(m.canonical), "lang": nullable(m.lang),
+		"og": m.og, "twitter": m.twitter,
+	}
+}
+
+func nullable(s string) any {
+	if s == "" {
+		return nil
+	}
+	return s
+}
