@@ -90,6 +90,7 @@ func NewBuiltins() *Builtins {
 
 		"nika:edit":             runEdit,
 		"nika:glob":             runGlob,
+		"nika:grep":             runGrep,
 		"nika:json_diff":        runJSONDiff,
 		"nika:json_merge_patch": runJSONMergePatch,
 		"nika:fetch":            runFetch,
