@@ -447,6 +447,16 @@ func TestFetchTransportFailures(t *testing.T) {
 	}
 	<-started
 
+	// The timeout covers the whole chain: a redirect to the slow handler times out too.
+	hop := newHitServer(t, func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, slow.URL, http.StatusFound)
+	})
+	_, err = fetchLocal(t, map[string]any{"url": hop.URL, "timeout": "50ms"})
+	if se := spErr(t, err); se.Code != codeFetchTransport || !strings.Contains(se.Message, "timed out") {
+		t.Fatalf("timeout after a redirect: %v", err)
+	}
+	<-started
+
 	// The caller's cancellation is a cancellation, not a network error.
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)

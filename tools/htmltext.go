@@ -35,6 +35,9 @@ import (
 //     lines and the whole trimmed.
 //   - A block element inside a link is flattened into the link text; another inline element
 //     (span, strong, …) that contains blocks is transparent.
+//   - A page nesting more than 512 elements, which x/net/html refuses to parse, is read token by
+//     token into a flat document (flatDocument): its text, links and metadata survive, its
+//     structure (lists, tables, emphasis) does not.
 
 // blockKind is the kind of one rendered block.
 type blockKind int
@@ -116,14 +119,96 @@ func isHTMLSpace(r rune) bool {
 	return r == ' ' || r == '\t' || r == '\n' || r == '\r' || r == '\f'
 }
 
-// parseHTML parses a document; x/net/html only fails on a reader error, which a string cannot
-// have, so a nil result never happens in practice.
+// parseHTML parses a document. x/net/html gives up on a document that nests more than 512
+// open elements; such a page is read token by token into a flat document instead (flatDocument),
+// so that every mode still gets its text, links and metadata, without the nesting.
 func parseHTML(text string) *html.Node {
 	doc, err := html.Parse(strings.NewReader(text))
 	if err != nil {
-		return nil
+		return flatDocument(text)
 	}
 	return doc
+}
+
+// flatDocument builds html > (head, body) from the tokens of text: title, meta, link and base
+// go to head; text, <br>s in place of block boundaries, and <a> elements holding their text go
+// to body; dropped elements are skipped with their content; <html lang> is kept.
+func flatDocument(text string) *html.Node {
+	el := func(a atom.Atom, attrs []html.Attribute) *html.Node {
+		return &html.Node{Type: html.ElementNode, Data: a.String(), DataAtom: a, Attr: attrs}
+	}
+	doc := &html.Node{Type: html.DocumentNode}
+	root, head, body := el(atom.Html, nil), el(atom.Head, nil), el(atom.Body, nil)
+	doc.AppendChild(root)
+	root.AppendChild(head)
+	root.AppendChild(body)
+	z := html.NewTokenizer(strings.NewReader(text))
+	cur := body              // body, or the open <a>
+	var title *html.Node     // the open <title>
+	skip, skipDepth := "", 0 // a dropped element being skipped
+	langSeen := false
+	for {
+		tt := z.Next()
+		if tt == html.ErrorToken {
+			return doc
+		}
+		tok := z.Token()
+		if skip != "" {
+			switch {
+			case tt == html.StartTagToken && tok.Data == skip:
+				skipDepth++
+			case tt == html.EndTagToken && tok.Data == skip:
+				if skipDepth--; skipDepth == 0 {
+					skip = ""
+				}
+			}
+			continue
+		}
+		switch tt {
+		case html.TextToken:
+			if title != nil {
+				title.AppendChild(&html.Node{Type: html.TextNode, Data: tok.Data})
+			} else {
+				cur.AppendChild(&html.Node{Type: html.TextNode, Data: tok.Data})
+			}
+		case html.StartTagToken, html.SelfClosingTagToken:
+			a := tok.DataAtom
+			switch {
+			case a == atom.Html:
+				if !langSeen {
+					langSeen = true
+					root.Attr = tok.Attr
+				}
+			case a == atom.Title && tt == html.StartTagToken:
+				title = el(atom.Title, nil)
+				head.AppendChild(title)
+			case a == atom.Meta || a == atom.Link || a == atom.Base:
+				head.AppendChild(el(a, tok.Attr))
+			case a == atom.A:
+				link := el(atom.A, tok.Attr)
+				body.AppendChild(link)
+				cur = link
+				if tt == html.SelfClosingTagToken {
+					cur = body
+				}
+			case droppedTags[a] && a != atom.Head && a != atom.Title || tok.Data == "svg":
+				if tt == html.StartTagToken {
+					skip, skipDepth = tok.Data, 1
+				}
+			case a == atom.Br || blockTags[a]:
+				cur.AppendChild(el(atom.Br, nil))
+			}
+		case html.EndTagToken:
+			switch a := tok.DataAtom; {
+			case a == atom.Title:
+				title = nil
+			case a == atom.A:
+				cur = body
+			case blockTags[a]:
+				cur.AppendChild(el(atom.Br, nil))
+			}
+		}
+	}
 }
 
 // documentBase is the URL relative references resolve against: the first <base href>,
@@ -716,9 +801,6 @@ func paraText(s string) string {
 func htmlToMarkdown(text string, final *url.URL) string {
 	text = strings.ToValidUTF8(text, "\uFFFD")
 	doc := parseHTML(text)
-	if doc == nil {
-		return strings.TrimSpace(text)
-	}
 	c := newConverter(doc, true, final)
 	return strings.TrimSpace(strings.Join(renderMarkdown(c.blocksOf(doc), false), "\n"))
 }
@@ -793,9 +875,6 @@ func renderMarkdown(blocks []block, tight bool) []string {
 func htmlToText(text string) string {
 	text = strings.ToValidUTF8(text, "\uFFFD")
 	doc := parseHTML(text)
-	if doc == nil {
-		return strings.TrimSpace(text)
-	}
 	c := newConverter(doc, false, nil)
 	var lines []string
 	renderText(c.blocksOf(doc), &lines)
@@ -842,9 +921,6 @@ func renderText(blocks []block, lines *[]string) {
 func htmlLinks(text string, final *url.URL) []any {
 	out := []any{}
 	doc := parseHTML(text)
-	if doc == nil {
-		return out
-	}
 	base := documentBase(doc, final)
 	seen := map[string]bool{}
 	var walk func(n *html.Node)
@@ -894,9 +970,6 @@ type pageMeta struct {
 func htmlMetadata(text string, final *url.URL) *pageMeta {
 	m := &pageMeta{og: map[string]any{}, twitter: map[string]any{}}
 	doc := parseHTML(text)
-	if doc == nil {
-		return m
-	}
 	base := documentBase(doc, final)
 	var description string
 	titleSeen, descSeen, canonSeen := false, false, false

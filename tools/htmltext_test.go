@@ -46,3 +46,23 @@ func FuzzHTMLToMarkdown(f *testing.F) {
 		htmlMetadata(doc, base)
 	})
 }
+
+// x/net/html refuses documents nesting more than 512 elements; such a page is still read, flat.
+func TestHTMLTooDeep(t *testing.T) {
+	base, _ := url.Parse("https://e.com/p")
+	doc := `<html lang="de"><head><title>Deep</title><meta name="description" content="D"><script>bad()</script></head><body>` +
+		strings.Repeat("<div>", 600) + `<h1>Head</h1><p>para <a href="/x">link <b>b</b></a> after</p><style>x{}</style><svg><svg></svg>no</svg>end`
+	if got, want := htmlToMarkdown(doc, base), "Head\n\npara [link b](https://e.com/x) after\nend"; got != want {
+		t.Errorf("markdown %q, want %q", got, want)
+	}
+	if got, want := htmlToText(doc), "Head\n\npara link b after\nend"; got != want {
+		t.Errorf("text %q, want %q", got, want)
+	}
+	links := htmlLinks(doc, base)
+	if len(links) != 1 || links[0].(map[string]any)["url"] != "https://e.com/x" || links[0].(map[string]any)["text"] != "link b" {
+		t.Errorf("links %v", links)
+	}
+	if m := htmlMetadata(doc, base); m.title != "Deep" || m.description != "D" || m.lang != "de" {
+		t.Errorf("metadata %+v", *m)
+	}
+}
