@@ -14,6 +14,8 @@ const (
 	LiveAgentNudge       = "agent_nudge"
 	LiveAgentStalled     = "agent_stalled"
 	LiveAgentFinished    = "agent_finished"
+	LiveWorkflowStarted  = "workflow_started"  // first of a run's live stream
+	LiveWorkflowFinished = "workflow_finished" // last of a run's live stream: Status is the run's state
 )
 
 // Live is one observation of the live stream (D19): real time, completion order, never persisted. Metrics
@@ -21,17 +23,18 @@ const (
 // the fields that apply to it; the others stay zero.
 type Live struct {
 	Kind      string        // one of the Live* kinds
-	Task      string        // every kind
-	Verb      string        // task_started, task_finished
+	Workflow  string        // every kind: the workflow's name, stamped by the planner
+	Task      string        // every kind but workflow_*
+	Verb      string        // task_started, task_finished, task_retrying
 	Iteration int           // 0-based inside for_each, NoIteration otherwise (task kinds)
-	Attempt   int           // 1-based (task kinds)
-	Status    string        // task_finished: the terminal status (success, failure, skipped, cancelled)
+	Attempt   int           // 1-based, 0 for an on_finally step (task kinds)
+	Status    string        // task_finished: how the job ended (success, failure, cancelled); workflow_finished: the run's state
 	Code      string        // NIKA code of a failure: task_finished, task_retrying, tool_call_finished
-	Elapsed   time.Duration // task_finished, provider_request, tool_call_finished
+	Elapsed   time.Duration // task_finished, provider_request, tool_call_finished, workflow_finished
 
 	Turn  int // agent turn, 1-based (0 outside an agent): provider_request, tool_call_*, batch_dispatched, agent_nudge, agent_stalled
 	Index int // position of the call in its batch: tool_call_*
-	Size  int // calls in the batch: batch_dispatched
+	Size  int // batch_dispatched: calls in an agent's tool batch (Verb empty), or jobs of Verb the planner started as one batch (D5)
 
 	Tool     string // tool_call_*
 	Provider string // provider_request

@@ -50,6 +50,8 @@ func Run(ctx context.Context, w *workflow.Workflow, in Inputs, opts Options) Res
 		timers:  make(chan Timer),
 		stop:    make(chan struct{}),
 		running: map[JobID]context.CancelFunc{},
+		started: map[JobID]time.Time{},
+		asks:    make(chan inspectReq),
 	}
 	if d.opts.Clock == nil {
 		d.opts.Clock = time.Now
@@ -71,7 +73,10 @@ type driver struct {
 	timers  chan Timer
 	stop    chan struct{} // closed when Run returns: pending timers give up
 	running map[JobID]context.CancelFunc
+	started map[JobID]time.Time // when each running job started (nika:inspect threads)
+	asks    chan inspectReq     // nika:inspect questions, answered by the loop
 	armed   []*time.Timer
+	jobs    map[JobID]liveJob // running jobs as the live stream saw them start; nil without Options.Live
 	wg      sync.WaitGroup
 }
 
@@ -82,7 +87,9 @@ func (d *driver) run() Result {
 			t.Stop()
 		}
 	}()
-	step := d.core.Start(d.opts.Clock())
+	begun := d.opts.Clock()
+	d.live(event.Live{Kind: event.LiveWorkflowStarted})
+	step := d.core.Start(begun)
 	userDone := d.base.Done()
 	for {
 		d.carryOut(step)
@@ -98,13 +105,17 @@ func (d *driver) run() Result {
 		case r := <-d.results:
 			d.running[r.id]()
 			delete(d.running, r.id)
-			d.live(event.Live{Kind: "task_finished", Task: r.id.Task, Iteration: r.id.Iteration, Attempt: r.id.Attempt,
-				Status: status(r.out), Code: code(r.out)})
+			delete(d.started, r.id)
+			d.liveFinished(r.id, r.out)
 			if step.Done {
 				step = Step{Done: true}
 				continue
 			}
 			step = d.core.Finished(r.id, r.out, r.emitted, d.opts.Clock())
+			d.liveRetrying(r.id, r.out, step)
+		case q := <-d.asks:
+			q.reply <- d.answer(q.view)
+			step = Step{Done: step.Done} // nothing new to carry out
 		case t := <-d.timers:
 			if step.Done {
 				step = Step{Done: true}
@@ -115,11 +126,15 @@ func (d *driver) run() Result {
 			userDone = nil
 			if !step.Done {
 				step = d.core.Cancel(d.opts.Clock())
+			} else {
+				step = Step{Done: true} // the last step was carried out already
 			}
 		}
 	}
 	d.wg.Wait()
-	return d.core.Result()
+	res := d.core.Result()
+	d.live(event.Live{Kind: event.LiveWorkflowFinished, Status: res.State, Elapsed: d.opts.Clock().Sub(begun)})
+	return res
 }
 
 // carryOut does what a step says: release events, cancel, start, arm.
@@ -184,6 +199,7 @@ func (d *driver) start(wk Work) {
 		cancel = func() { cancelT(); inner() }
 	}
 	d.running[wk.ID] = cancel
+	d.started[wk.ID] = d.opts.Clock()
 	verb := d.opts.Verbs[wk.Job.Verb]
 	var mu sync.Mutex
 	var emitted []Emitted
@@ -194,7 +210,8 @@ func (d *driver) start(wk Work) {
 		mu.Unlock()
 	}
 	job.Live = d.liveNotes(wk.ID)
-	d.live(event.Live{Kind: "task_started", Task: wk.ID.Task, Verb: job.Verb, Iteration: wk.ID.Iteration, Attempt: wk.ID.Attempt})
+	job.Inspect = d.inspector()
+	d.liveStarted(wk.ID, job.Verb)
 	d.wg.Add(1)
 	go func() {
 		defer d.wg.Done()
@@ -246,7 +263,9 @@ func (d *driver) startBatch(v BatchVerb, ws []Work) {
 				}
 			})
 		}
+		d.started[wk.ID] = d.opts.Clock()
 		jobs[i] = wk.Job
+		jobs[i].Inspect = d.inspector()
 		jobs[i].Cancelled = stop
 		jobs[i].Live = d.liveNotes(wk.ID)
 		jobs[i].Emit = func(kind string, fields map[string]any) {
@@ -257,7 +276,7 @@ func (d *driver) startBatch(v BatchVerb, ws []Work) {
 			mu.Unlock()
 		}
 		jobs[i].Settle = func(out workflow.Outcome) { deliver(i, out) }
-		d.live(event.Live{Kind: event.LiveTaskStarted, Task: wk.ID.Task, Verb: wk.Job.Verb, Iteration: wk.ID.Iteration, Attempt: wk.ID.Attempt})
+		d.liveStarted(wk.ID, wk.Job.Verb)
 	}
 	d.live(event.Live{Kind: event.LiveBatchDispatched, Task: ws[0].ID.Task, Verb: ws[0].Job.Verb, Size: len(ws)})
 	d.wg.Add(1)
@@ -319,18 +338,66 @@ func (d *driver) liveNotes(id JobID) func(workflow.LiveNote) {
 	}
 }
 
+// liveJob is what task_finished needs from its task_started.
+type liveJob struct {
+	verb string
+	at   time.Time
+}
+
+// liveStarted reports a job starting; called on the driver goroutine only.
+func (d *driver) liveStarted(id JobID, verb string) {
+	if d.opts.Live == nil {
+		return
+	}
+	if d.jobs == nil {
+		d.jobs = map[JobID]liveJob{}
+	}
+	d.jobs[id] = liveJob{verb: verb, at: d.opts.Clock()}
+	d.live(event.Live{Kind: event.LiveTaskStarted, Task: id.Task, Verb: verb, Iteration: id.Iteration, Attempt: id.Attempt})
+}
+
+// liveFinished reports a job's end with the verb and start time of its task_started.
+func (d *driver) liveFinished(id JobID, out workflow.Outcome) {
+	if d.opts.Live == nil {
+		return
+	}
+	j := d.jobs[id]
+	delete(d.jobs, id)
+	d.live(event.Live{Kind: event.LiveTaskFinished, Task: id.Task, Verb: j.verb, Iteration: id.Iteration, Attempt: id.Attempt,
+		Status: status(out), Code: code(out), Elapsed: d.opts.Clock().Sub(j.at)})
+}
+
+// liveRetrying reports task_retrying in real time when the core answered a failed attempt with a
+// back-off timer (its canonical task_retrying may wait in the release buffer).
+func (d *driver) liveRetrying(id JobID, out workflow.Outcome, s Step) {
+	if d.opts.Live == nil || out.Err == nil || id.Finally >= 0 {
+		return
+	}
+	for _, t := range s.Timers {
+		if t.Kind == TimerBackoff && t.Task == id.Task && t.Iteration == id.Iteration {
+			d.live(event.Live{Kind: event.LiveTaskRetrying, Task: id.Task, Verb: d.core.byID[id.Task].t.Verb, Iteration: id.Iteration,
+				Attempt: id.Attempt, Code: out.Err.Code})
+			return
+		}
+	}
+}
+
 func (d *driver) live(l event.Live) {
 	if d.opts.Live != nil {
+		l.Workflow = d.core.w.Name
 		l.At = d.opts.Clock()
 		d.opts.Live.Observe(l)
 	}
 }
 
 func status(o workflow.Outcome) string {
-	if o.Err != nil {
-		return "failure"
+	switch {
+	case o.Err == nil:
+		return "success"
+	case o.Err.Code == "NIKA-CANCEL-001":
+		return "cancelled"
 	}
-	return "success"
+	return "failure"
 }
 
 func code(o workflow.Outcome) string {

@@ -1,6 +1,7 @@
 package workflow
 
 import (
+	"context"
 	"time"
 
 	"github.com/nikahq/nika/spec"
@@ -35,6 +36,10 @@ type Job struct {
 	// requests, tool calls. Nil means nobody watches. It may be called from
 	// any goroutine; nothing may decide anything from it.
 	Live func(LiveNote)
+	// Inspect answers nika:inspect (LANGUAGE.md §7.2) about the running
+	// workflow: view is cost, records, dag_info or threads. It blocks until
+	// the planner answers or ctx ends. Nil outside a planner run.
+	Inspect func(ctx context.Context, view string) (any, error)
 }
 
 // LiveNote is one live-stream observation from inside a verb (D19). The
