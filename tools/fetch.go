@@ -14,6 +14,7 @@ import (
 	"unicode/utf8"
 
 	"golang.org/x/net/html/charset"
+	"golang.org/x/net/http/httpguts"
 
 	"github.com/nikahq/nika/spec"
 	"github.com/nikahq/nika/spec/canon"
@@ -257,6 +258,9 @@ func setHeaders(in *invocation, req *http.Request, contentType string) error {
 			s, ok := hs[k].(string)
 			if !ok {
 				return in.typeError("headers/"+k, "a string", hs[k])
+			}
+			if !httpguts.ValidHeaderFieldName(k) || !httpguts.ValidHeaderFieldValue(s) {
+				return in.badValue("headers", k+": "+s, "a valid HTTP header (a token name, a value without control characters)")
 			}
 			if strings.EqualFold(k, "Host") {
 				req.Host = s

@@ -313,6 +313,8 @@ func TestFetchArgumentContract(t *testing.T) {
 		{"bad timeout", map[string]any{"url": u, "timeout": "soon"}, "timeout"},
 		{"max_bytes 0", map[string]any{"url": u, "max_bytes": 0}, "max_bytes"},
 		{"header not a string", map[string]any{"url": u, "headers": map[string]any{"X": 1}}, "headers"},
+		{"header value with a newline", map[string]any{"url": u, "headers": map[string]any{"X": "a\r\nInjected: 1"}}, "headers"},
+		{"header name not a token", map[string]any{"url": u, "headers": map[string]any{"X Y": "a"}}, "headers"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
