@@ -59,6 +59,9 @@ type Builtins struct {
 	// every address it returns (netfloor.go, D36); nil means net.DefaultResolver. Set it
 	// before the first Execute.
 	Resolver Resolver
+	// Terminal is where nika:prompt asks its questions; nil means there is no TTY (prompts
+	// then return their default). Set it before the first Execute.
+	Terminal *Terminal
 }
 
 // impl is one builtin of this build, with its catalog entry and its compiled Params.
@@ -71,7 +74,8 @@ type impl struct {
 }
 
 // NewBuiltins returns the builtins of this build: log, emit, assert, wait, read, write, jq,
-// hash, uuid, date, validate and convert; fetch and notify (their SSRF floor resolves through
+// hash, uuid, date, validate and convert; edit, glob, grep, json_diff, json_merge_patch and
+// prompt (which asks Builtins.Terminal); fetch and notify (their SSRF floor resolves through
 // Builtins.Resolver).
 func NewBuiltins() *Builtins {
 	runs := map[string]func(context.Context, *invocation) (any, error){
@@ -93,6 +97,7 @@ func NewBuiltins() *Builtins {
 		"nika:grep":             runGrep,
 		"nika:json_diff":        runJSONDiff,
 		"nika:json_merge_patch": runJSONMergePatch,
+		"nika:prompt":           runPrompt,
 		"nika:fetch":            runFetch,
 		"nika:notify":           runNotify,
 	}
@@ -166,7 +171,7 @@ func (b *Builtins) Execute(ctx context.Context, call Call) (out any, err error) 
 	if err := cancelled(ctx); err != nil {
 		return nil, err
 	}
-	return im.run(ctx, &invocation{call: call, args: args, resolver: b.Resolver})
+	return im.run(ctx, &invocation{call: call, args: args, resolver: b.Resolver, terminal: b.Terminal})
 }
 
 // checkArgs normalizes the arguments and checks them against the static contract.
@@ -286,6 +291,7 @@ type invocation struct {
 	call     Call
 	args     map[string]any
 	resolver Resolver // Builtins.Resolver, for the network floor
+	terminal *Terminal // Builtins.Terminal, for nika:prompt
 }
 
 func (in *invocation) now() time.Time {

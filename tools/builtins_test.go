@@ -117,7 +117,7 @@ func TestHasAndNames(t *testing.T) {
 	want := []string{"nika:assert", "nika:convert", "nika:date", "nika:emit", "nika:hash", "nika:jq",
 		"nika:json_diff", "nika:json_merge_patch",
 		"nika:log", "nika:read", "nika:uuid", "nika:validate", "nika:wait", "nika:write"}
-	want = append(want, "nika:edit", "nika:glob", "nika:grep") // the file builtins of issue 6
+	want = append(want, "nika:edit", "nika:glob", "nika:grep", "nika:prompt") // the file builtins of issue 6
 	// The network builtins of issue 6.
 	want = append(want, "nika:fetch", "nika:notify")
 	slices.Sort(want)

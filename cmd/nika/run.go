@@ -78,7 +78,7 @@ func runWith(args []string, stdout, stderr io.Writer, env runEnv) int {
 	maxTools := fs.Int("max-parallel-tools", 0, "run at most `N` tool calls of one agent turn at once (1..1024; default 8)")
 	noProgress := fs.Bool("no-progress", false, "print a plain line log instead of the live view")
 	quiet := fs.Bool("quiet", false, "print nothing on stderr but errors")
-	fs.Bool("yes", false, "confirm every nika:prompt")
+	yes := fs.Bool("yes", false, "confirm every nika:prompt")
 	files, code, ok := parseInterspersed(fs, args, stdout, stderr)
 	if !ok {
 		return code
@@ -196,6 +196,14 @@ func runWith(args []string, stdout, stderr io.Writer, env runEnv) int {
 
 	// 3. Execute.
 	builtins := tools.NewBuiltins()
+	// nika:prompt asks on stdin and stderr, never stdout (the outputs JSON); --yes also
+	// applies without a terminal.
+	if tty := isTerminal(os.Stdin) && isTerminal(stderr); tty || *yes {
+		builtins.Terminal = &tools.Terminal{Yes: *yes}
+		if tty {
+			builtins.Terminal.In, builtins.Terminal.Out = os.Stdin, stderr
+		}
+	}
 	verbs := map[string]planner.Verb{
 		"exec":   &exec.Verb{Depth: depth},
 		"infer":  &infer.Verb{Providers: providers},

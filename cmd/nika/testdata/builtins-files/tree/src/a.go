@@ -1,0 +1,4 @@
+package src
+
+// Hello says hello. xx
+func Hello() string { return "Hello" }
