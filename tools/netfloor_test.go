@@ -120,9 +120,10 @@ func spErr(t *testing.T, err error) *spec.Error {
 func TestFloorLoopbackAndPermits(t *testing.T) {
 	srv := newHitServer(t, nil)
 	res := newResolver(map[string][]string{
-		"svc.internal.test": {"127.0.0.1"},
-		"mixed.test":        {"93.184.216.34", "127.0.0.1"},
-		"mapped.test":       {"::ffff:127.0.0.1"},
+		"svc.internal.test":  {"127.0.0.1"},
+		"mixed.test":         {"93.184.216.34", "127.0.0.1"},
+		"mapped.test":        {"::ffff:127.0.0.1"},
+		"xn--bcher-kva.test": {"127.0.0.1"},
 	})
 	cases := []struct {
 		name    string
@@ -145,6 +146,8 @@ func TestFloorLoopbackAndPermits(t *testing.T) {
 		{"IP literal permit allows a name resolving to it", srv.at("svc.internal.test", "/"), netPermits("*.internal.test", "127.0.0.1"), "", ""},
 		{"CIDR permit allows a name resolving into it", srv.at("svc.internal.test", "/"), netPermits("*.internal.test", "127.0.0.0/30"), "", ""},
 		{"IP permit allows the mapped form", srv.at("::ffff:127.0.0.1", "/"), netPermits("::ffff:127.0.0.1", "127.0.0.1"), "", ""},
+		{"IDN host checked and dialled as punycode", srv.at("bücher.test", "/"), netPermits("xn--bcher-kva.test"), "", ""},
+		{"trailing-dot name", srv.at("svc.internal.test.", "/"), netPermits("svc.internal.test"), "", ""},
 		{"wildcard permit does not lift the floor", srv.at("svc.internal.test", "/"), netPermits("*.internal.test"), codeSSRF, "loopback"},
 		{"CIDR not containing the address", srv.at("svc.internal.test", "/"), netPermits("*.internal.test", "10.0.0.0/8", "127.0.0.2"), codeSSRF, "loopback"},
 		{"mixed name needs its own exact permit", srv.at("mixed.test", "/"), netPermits("*.test"), codeSSRF, "loopback"},
