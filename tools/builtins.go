@@ -290,7 +290,7 @@ func cancelError(ctx context.Context) *spec.Error {
 type invocation struct {
 	call     Call
 	args     map[string]any
-	resolver Resolver // Builtins.Resolver, for the network floor
+	resolver Resolver  // Builtins.Resolver, for the network floor
 	terminal *Terminal // Builtins.Terminal, for nika:prompt
 }
 

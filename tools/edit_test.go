@@ -85,6 +85,9 @@ func TestEdit(t *testing.T) {
 			if !reflect.DeepEqual(out, c.out) {
 				t.Errorf("output = %#v, want %#v", out, c.out)
 			}
+			if c.code == "" {
+				checkCatalogOutput(t, "nika:edit", out)
+			}
 			if c.content != "" {
 				got, err := os.ReadFile(filepath.Join(dir, "f.txt"))
 				if err != nil {

@@ -90,9 +90,9 @@ func runGlob(ctx context.Context, in *invocation) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	out := []string{}
+	var out []string
 	if g.never {
-		return out, nil
+		return []any{}, nil
 	}
 	excluded := func(abs string) bool {
 		for _, e := range ex {
@@ -123,7 +123,11 @@ func runGlob(ctx context.Context, in *invocation) (any, error) {
 		return nil, err
 	}
 	sort.Strings(out)
-	return out, nil
+	list := make([]any, len(out)) // the value model has []any, never []string
+	for i, p := range out {
+		list[i] = p
+	}
+	return list, nil
 }
 
 func globError(pattern string, err error) error {

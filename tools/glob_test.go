@@ -2,6 +2,7 @@ package tools
 
 import (
 	"context"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/nikahq/nika/spec"
 	"github.com/nikahq/nika/spec/catalog"
+	"github.com/nikahq/nika/spec/schema"
 )
 
 // globTree builds a run directory for the glob and grep tests:
@@ -92,10 +94,8 @@ func TestGlob(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			got, ok := out.([]string)
-			if !ok {
-				t.Fatalf("output %T, want []string", out)
-			}
+			checkCatalogOutput(t, "nika:glob", out)
+			got := globStrings(t, out)
 			if !reflect.DeepEqual(got, c.want) {
 				t.Errorf("glob %q = %q, want %q", c.pattern, got, c.want)
 			}
@@ -103,6 +103,43 @@ func TestGlob(t *testing.T) {
 				t.Errorf("not byte-sorted: %q", got)
 			}
 		})
+	}
+}
+
+// globStrings converts a glob output, which must be a []any of strings, for comparisons.
+func globStrings(t *testing.T, out any) []string {
+	t.Helper()
+	list, ok := out.([]any)
+	if !ok {
+		t.Fatalf("output %T, want []any", out)
+	}
+	got := make([]string, len(list))
+	for i, e := range list {
+		if got[i], ok = e.(string); !ok {
+			t.Fatalf("element %d is %T, want a string", i, e)
+		}
+	}
+	return got
+}
+
+// checkCatalogOutput fails when out does not conform to the catalog's output schema of name:
+// the runtime must agree with the contract agents and the checker see.
+func checkCatalogOutput(t *testing.T, name string, out any) {
+	t.Helper()
+	cat, ok := catalog.Lookup(name)
+	if !ok {
+		t.Fatalf("%s is not in the catalog", name)
+	}
+	var doc any
+	if err := json.Unmarshal(cat.Output, &doc); err != nil {
+		t.Fatal(err)
+	}
+	sch, err := schema.Compile(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if vs := sch.Validate(out); len(vs) > 0 {
+		t.Errorf("%s output %s breaks its catalog schema: %v", name, js(out), vs)
 	}
 }
 
@@ -114,19 +151,19 @@ func TestGlobAbsolute(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := []string{filepath.ToSlash(run) + "/src/main.go", filepath.ToSlash(run) + "/src/util.go"}
-	if !reflect.DeepEqual(out, want) {
-		t.Errorf("absolute glob = %q, want %q", out, want)
+	if got := globStrings(t, out); !reflect.DeepEqual(got, want) {
+		t.Errorf("absolute glob = %q, want %q", got, want)
 	}
 	// An absolute exclude applies to an absolute pattern.
 	out, err = exec(t, Call{Name: "nika:glob", Args: map[string]any{"pattern": filepath.ToSlash(run) + "/src/*.go",
 		"exclude": []any{filepath.ToSlash(run) + "/src/m*"}}, RunDir: other})
-	if err != nil || !reflect.DeepEqual(out, want[1:]) {
+	if err != nil || !reflect.DeepEqual(globStrings(t, out), want[1:]) {
 		t.Errorf("absolute exclude: %q, %v", out, err)
 	}
 	// ~ is the home directory; outputs are then absolute.
 	t.Setenv("HOME", run)
 	out, err = exec(t, Call{Name: "nika:glob", Args: map[string]any{"pattern": "~/docs/*.md"}, RunDir: other})
-	if want := []string{filepath.ToSlash(run) + "/docs/README.md", filepath.ToSlash(run) + "/docs/guide.md"}; err != nil || !reflect.DeepEqual(out, want) {
+	if want := []string{filepath.ToSlash(run) + "/docs/README.md", filepath.ToSlash(run) + "/docs/guide.md"}; err != nil || !reflect.DeepEqual(globStrings(t, out), want) {
 		t.Errorf("~ glob = %q, %v; want %q", out, err, want)
 	}
 }
@@ -254,14 +291,14 @@ func TestGlobPermits(t *testing.T) {
 				}
 				return
 			}
-			if !reflect.DeepEqual(out, c.want) {
-				t.Errorf("glob %q = %q, want %q", c.pattern, out, c.want)
+			if got := globStrings(t, out); !reflect.DeepEqual(got, c.want) {
+				t.Errorf("glob %q = %q, want %q", c.pattern, got, c.want)
 			}
 		})
 	}
 	// Without permits the escaping link is listed (D38): only the floors apply.
 	out, err := exec(t, Call{Name: "nika:glob", Args: map[string]any{"pattern": "src/*"}, RunDir: run})
-	if want := []string{"src/escape", "src/inner", "src/ok.txt"}; err != nil || !reflect.DeepEqual(out, want) {
+	if want := []string{"src/escape", "src/inner", "src/ok.txt"}; err != nil || !reflect.DeepEqual(globStrings(t, out), want) {
 		t.Errorf("without permits: %q, %v; want %q", out, err, want)
 	}
 	// permits.tools must admit the tool.

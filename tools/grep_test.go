@@ -83,6 +83,7 @@ func TestGrep(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			checkCatalogOutput(t, "nika:grep", out)
 			if !reflect.DeepEqual(out, c.want) {
 				t.Errorf("grep = %s\nwant %s", js(out), js(c.want))
 			}

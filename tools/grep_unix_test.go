@@ -25,7 +25,7 @@ func TestGrepSkipsNamedPipes(t *testing.T) {
 		t.Errorf("grep of a pipe: %v", err)
 	}
 	out, err = exec(t, Call{Name: "nika:glob", Args: map[string]any{"pattern": "*"}, RunDir: dir})
-	if want := []string{"f.txt"}; err != nil || !reflect.DeepEqual(out, want) {
+	if want := []any{"f.txt"}; err != nil || !reflect.DeepEqual(out, want) {
 		t.Errorf("glob lists a pipe: %v, %v", out, err)
 	}
 }

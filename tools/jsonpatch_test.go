@@ -66,6 +66,7 @@ func TestJSONDiffRules(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			checkCatalogOutput(t, "nika:json_diff", out)
 			if want := jv(t, c.want); !reflect.DeepEqual(out, want) {
 				got, _ := json.Marshal(out)
 				t.Errorf("patch = %s, want %s", got, c.want)

@@ -160,6 +160,9 @@ func TestPromptAnswers(t *testing.T) {
 			if !reflect.DeepEqual(out, c.out) {
 				t.Errorf("output = %#v, want %#v", out, c.out)
 			}
+			if c.code == "" {
+				checkCatalogOutput(t, "nika:prompt", out)
+			}
 			if c.screen != "" && scr.String() != c.screen {
 				t.Errorf("screen = %q, want %q", scr.String(), c.screen)
 			}
