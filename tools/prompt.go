@@ -218,10 +218,10 @@ func (t *Terminal) ask(ctx context.Context, q promptQuestion) (any, error) {
 		io.WriteString(w, q.prompt())
 		line, err := t.readLine(ctx)
 		if err != nil {
+			io.WriteString(w, "\n") // the next output starts on a line of its own
 			if ctx.Err() != nil {
 				return nil, err
 			}
-			io.WriteString(w, "\n")
 			if q.def != nil {
 				return q.def, nil
 			}

@@ -243,6 +243,9 @@ func TestPromptCancellation(t *testing.T) {
 	if r := <-next; r.err != nil || r.out != "answer" {
 		t.Fatalf("next prompt: %v, %v", r.out, r.err)
 	}
+	if got, want := scr.String(), "First? [y/n] \nNext? "; got != want {
+		t.Errorf("transcript %q, want %q", got, want)
+	}
 	if strings.Contains(scr.String(), "Queued?") {
 		t.Errorf("a cancelled queued prompt reached the screen: %q", scr.String())
 	}
