@@ -1,0 +1,56 @@
+// Package server is `nika serve`: an HTTP service that checks, queues and
+// runs submitted workflows on the planner, streams their canonical events
+// and keeps their run reports (issue 7, DECISIONS.md D22, D35).
+//
+// The API: POST /v1/runs → 202 {"run_id"} (400 with the `nika check --json`
+// findings for an invalid workflow, 413 for a body over the limit, 429 when
+// the queue is full, 503 while shutting down); GET /v1/runs/{id} →
+// {"run_id", "state", "report"}; GET /v1/runs/{id}/events → the canonical
+// stream as NDJSON, following the run live; DELETE /v1/runs/{id} cancels;
+// GET /metrics (the injected handler); GET /healthz and GET /readyz.
+//
+// # Decisions taken where the design documents are silent
+//
+//   - One provider registry per process, built eagerly at start-up (see
+//     EnvProviders): the mock and every provider whose adapter can be built
+//     from the environment (a key present, or none needed). Every run's
+//     verbs get that same registry, so one limiter per provider sees the
+//     whole load. A submission naming a provider that is not in it is
+//     refused with 400 before anything is queued, naming the variable to
+//     set (never a key).
+//   - Submission does everything `nika run` does before running (check,
+//     compile, vars, secrets, providers) synchronously, so every refusal is
+//     a 400 at once and a queued run can only fail by running. Vars are a
+//     JSON object; a string is taken as the text of `--var`, any other value
+//     as its canonical JSON text, converted by the var's declared type.
+//   - Security (D35): every run gets spec.IntersectPermits(ceiling, own):
+//     a workflow without `permits` runs under the ceiling (default `{}`,
+//     pure compute). Env secrets are read only from names allowed by
+//     SecretEnv; any other env secret, and every `source: file` secret
+//     (permits do not govern secret files, so a submitted workflow could
+//     otherwise read any file the server can), is refused with 400
+//     NIKA-SEC-004. The exec verb's children get a minimal environment
+//     (PATH, HOME, TMPDIR, LANG, LC_ALL, TZ), never the server's provider
+//     keys.
+//   - Authentication: with AuthToken set, every endpoint but /healthz and
+//     /readyz needs `Authorization: Bearer <token>` (compared in constant
+//     time over SHA-256 digests, so not even the length leaks); /metrics is
+//     protected too, since its labels name submitted workflows.
+//   - Concurrency: at most MaxRuns runs execute at once; up to QueueSize
+//     more wait in FIFO order; beyond that POST is 429. A run cancelled
+//     while queued never starts: it is `cancelled` at once, its report has
+//     every task `cancelled` with a null error, and its event stream is
+//     empty. DELETE of a finished run is 409.
+//   - Retention: the last KeepRuns finished runs (default 1000) are kept in
+//     memory with their reports and event streams; older ones are forgotten
+//     (404). Running and queued runs are never evicted.
+//   - Shutdown: /readyz turns 503 and POST 503; queued runs are cancelled at
+//     once; running runs drain until the Shutdown context ends, then they
+//     are cancelled (their on_finally steps still run, bounded by their
+//     timeouts) and awaited. Close additionally abandons on_finally steps
+//     (the second signal of `nika run`).
+//   - Label values: the server puts no label on anything itself; the live
+//     stream goes to the injected LiveSink, and capping the `workflow` and
+//     `model` label values that come from submitted YAML (first 100
+//     distinct, the rest `other`, D35) is the metrics package's job.
+package server

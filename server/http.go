@@ -1,0 +1,317 @@
+package server
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"net/http"
+	"os"
+	"strings"
+
+	"github.com/nikahq/nika/spec"
+	"github.com/nikahq/nika/spec/canon"
+	"github.com/nikahq/nika/workflow"
+)
+
+// submittedName is the file name findings carry for an inline workflow: a
+// .nika.yaml name, so the file-extension lint stays quiet (D47).
+const submittedName = "submitted.nika.yaml"
+
+// Handler returns the HTTP API (see the package doc).
+func (s *Server) Handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /v1/runs", s.handleSubmit)
+	mux.HandleFunc("GET /v1/runs/{id}", s.handleGet)
+	mux.HandleFunc("DELETE /v1/runs/{id}", s.handleCancel)
+	mux.HandleFunc("GET /v1/runs/{id}/events", s.handleEvents)
+	mux.HandleFunc("GET /metrics", func(w http.ResponseWriter, r *http.Request) {
+		if s.opts.Metrics == nil {
+			writeError(w, http.StatusNotFound, "this server has no metrics handler")
+			return
+		}
+		s.opts.Metrics.ServeHTTP(w, r)
+	})
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		io.WriteString(w, "ok\n")
+	})
+	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		if s.Draining() {
+			w.WriteHeader(http.StatusServiceUnavailable)
+			io.WriteString(w, "shutting down\n")
+			return
+		}
+		io.WriteString(w, "ready\n")
+	})
+	if s.opts.AuthToken == "" {
+		return mux
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/healthz" && r.URL.Path != "/readyz" && !s.authorized(r) {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="nika"`)
+			writeError(w, http.StatusUnauthorized, "missing or wrong bearer token: send Authorization: Bearer <the server's --auth-token>")
+			return
+		}
+		mux.ServeHTTP(w, r)
+	})
+}
+
+func digest(s string) [32]byte { return sha256.Sum256([]byte(s)) }
+
+// authorized compares the bearer token in constant time; hashing first
+// makes the comparison independent of the length too.
+func (s *Server) authorized(r *http.Request) bool {
+	tok, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	if !ok {
+		return false
+	}
+	d := digest(strings.TrimSpace(tok))
+	return subtle.ConstantTimeCompare(d[:], s.token[:]) == 1
+}
+
+// submission is the body of POST /v1/runs.
+type submission struct {
+	Workflow *string                    `json:"workflow"`
+	Path     *string                    `json:"path"`
+	Vars     map[string]json.RawMessage `json:"vars"`
+}
+
+func (s *Server) handleSubmit(w http.ResponseWriter, req *http.Request) {
+	if s.Draining() {
+		writeError(w, http.StatusServiceUnavailable, "the server is shutting down; submit the run elsewhere or later")
+		return
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, req.Body, s.opts.MaxBodyBytes))
+	if err != nil {
+		var tooLarge *http.MaxBytesError
+		if errors.As(err, &tooLarge) {
+			writeError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("the request body is over %d bytes; shorten the workflow or raise --max-body", s.opts.MaxBodyBytes))
+			return
+		}
+		writeError(w, http.StatusBadRequest, "reading the request body: "+err.Error())
+		return
+	}
+	var sub submission
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&sub); err != nil {
+		writeError(w, http.StatusBadRequest, `the body must be one JSON object {"workflow": "<YAML text>" or "path": "<file under --workflows>", "vars": {…}}: `+err.Error())
+		return
+	}
+	if dec.More() {
+		writeError(w, http.StatusBadRequest, "the body must hold exactly one JSON object")
+		return
+	}
+	var name string
+	var src []byte
+	switch {
+	case (sub.Workflow == nil) == (sub.Path == nil):
+		writeError(w, http.StatusBadRequest, `give exactly one of "workflow" (the YAML text) and "path" (a file under the server's --workflows directory)`)
+		return
+	case sub.Workflow != nil:
+		name, src = submittedName, []byte(*sub.Workflow)
+	default:
+		name = *sub.Path
+		if src, err = s.readWorkflow(name); err != nil {
+			writeError(w, http.StatusBadRequest, err.Error())
+			return
+		}
+	}
+	vars, err := varTexts(sub.Vars)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, err.Error())
+		return
+	}
+	a := spec.CheckSource(name, src, s.opts.Check)
+	result := spec.FileResult{Name: name, File: a.File, Findings: a.Findings}
+	if !result.Valid() {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusBadRequest)
+		spec.WriteJSON(w, []spec.FileResult{result})
+		return
+	}
+	wf, err := workflow.Compile(a)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, err.Error())
+		return
+	}
+	p := s.prepare(wf, vars)
+	if p.refusal != nil {
+		writeRefusal(w, p.refusal)
+		return
+	}
+	r, verdict := s.admit(p)
+	switch verdict {
+	case queueFull:
+		running, queued := s.Active()
+		writeError(w, http.StatusTooManyRequests, fmt.Sprintf("the queue is full (%d running, %d queued); retry later", running, queued))
+		return
+	case draining:
+		writeError(w, http.StatusServiceUnavailable, "the server is shutting down; submit the run elsewhere or later")
+		return
+	}
+	s.logf("run %s (workflow %s) accepted", r.id, wf.Name)
+	w.Header().Set("Location", "/v1/runs/"+r.id)
+	writeJSON(w, http.StatusAccepted, map[string]any{"run_id": r.id})
+}
+
+// readWorkflow reads a path submission inside the workflows root; os.Root
+// refuses `..` and symlinks that leave it.
+func (s *Server) readWorkflow(name string) ([]byte, error) {
+	if s.opts.Workflows == "" {
+		return nil, errors.New(`"path" submissions are off: start nika serve with --workflows DIR, or send the YAML text as "workflow"`)
+	}
+	root, err := os.OpenRoot(s.opts.Workflows)
+	if err != nil {
+		return nil, fmt.Errorf("the workflows directory cannot be opened: %w", err)
+	}
+	defer root.Close()
+	f, err := root.Open(name)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, fmt.Errorf("no workflow %q under the workflows directory", name)
+		}
+		return nil, fmt.Errorf("workflow %q cannot be read from the workflows directory (paths must stay inside it): %v", name, errors.Unwrap(err))
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, s.opts.MaxBodyBytes+1))
+	if err != nil {
+		return nil, fmt.Errorf("reading workflow %q: %w", name, err)
+	}
+	if int64(len(b)) > s.opts.MaxBodyBytes {
+		return nil, fmt.Errorf("workflow %q is over %d bytes", name, s.opts.MaxBodyBytes)
+	}
+	return b, nil
+}
+
+// lookup returns the run named in the path, or writes 404.
+func (s *Server) lookup(w http.ResponseWriter, req *http.Request) *run {
+	id := req.PathValue("id")
+	s.mu.Lock()
+	r := s.runs[id]
+	s.mu.Unlock()
+	if r == nil {
+		writeError(w, http.StatusNotFound, fmt.Sprintf("no run %q: it never existed or was forgotten (the server keeps the last %d finished runs)", id, s.opts.KeepRuns))
+	}
+	return r
+}
+
+func (s *Server) handleGet(w http.ResponseWriter, req *http.Request) {
+	r := s.lookup(w, req)
+	if r == nil {
+		return
+	}
+	s.mu.Lock()
+	state, report := r.state, r.report
+	s.mu.Unlock()
+	out := map[string]any{"run_id": r.id, "state": state}
+	if report != nil {
+		out["report"] = json.RawMessage(report)
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+func (s *Server) handleCancel(w http.ResponseWriter, req *http.Request) {
+	r := s.lookup(w, req)
+	if r == nil {
+		return
+	}
+	s.mu.Lock()
+	state, dequeued := r.state, false
+	switch state {
+	case stateQueued:
+		for i, q := range s.queue {
+			if q == r {
+				s.queue = append(s.queue[:i], s.queue[i+1:]...)
+				break
+			}
+		}
+		s.finishUnstarted(r)
+		state, dequeued = r.state, true
+	case stateRunning:
+		r.cancel()
+	}
+	s.mu.Unlock()
+	switch {
+	case dequeued:
+		s.logf("run %s cancelled while queued", r.id)
+		writeJSON(w, http.StatusOK, map[string]any{"run_id": r.id, "state": state})
+	case state == stateRunning:
+		s.logf("run %s: cancellation requested", r.id)
+		writeJSON(w, http.StatusAccepted, map[string]any{"run_id": r.id, "state": state})
+	default:
+		writeJSON(w, http.StatusConflict, map[string]any{"run_id": r.id, "state": state,
+			"error": map[string]any{"message": "the run has already finished; there is nothing to cancel"}})
+	}
+}
+
+// handleEvents streams the canonical events as NDJSON, one flush per
+// event, following the run until it ends or the client goes.
+func (s *Server) handleEvents(w http.ResponseWriter, req *http.Request) {
+	r := s.lookup(w, req)
+	if r == nil {
+		return
+	}
+	w.Header().Set("Content-Type", "application/x-ndjson")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(http.StatusOK)
+	rc := http.NewResponseController(w)
+	rc.Flush()
+	next := 0
+	for {
+		lines, done, wake := r.log.since(next)
+		for _, line := range lines {
+			if _, err := w.Write(line); err != nil {
+				return
+			}
+			if err := rc.Flush(); err != nil {
+				return
+			}
+		}
+		next += len(lines)
+		if done && len(lines) == 0 {
+			return
+		}
+		if done {
+			continue // pick up anything written between the read and done
+		}
+		select {
+		case <-wake:
+		case <-req.Context().Done():
+			return
+		}
+	}
+}
+
+func writeRefusal(w http.ResponseWriter, r *refusal) {
+	if r.err != nil {
+		writeJSON(w, r.status, map[string]any{"error": r.err})
+		return
+	}
+	writeError(w, r.status, r.text)
+}
+
+func writeError(w http.ResponseWriter, status int, msg string) {
+	writeJSON(w, status, map[string]any{"error": map[string]any{"message": msg}})
+}
+
+// writeJSON writes v as canonical JSON and a newline.
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	b, err := json.Marshal(v)
+	if err == nil {
+		b, err = canon.Marshal(json.RawMessage(b))
+	}
+	if err != nil {
+		status = http.StatusInternalServerError
+		b = []byte(`{"error":{"message":"encoding the response failed"}}`)
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	w.Write(append(b, '\n'))
+}

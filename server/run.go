@@ -1,0 +1,318 @@
+package server
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"sync"
+
+	"github.com/google/uuid"
+
+	"github.com/nikahq/nika/event"
+	"github.com/nikahq/nika/planner"
+	"github.com/nikahq/nika/provider"
+	"github.com/nikahq/nika/spec"
+	"github.com/nikahq/nika/spec/canon"
+	"github.com/nikahq/nika/workflow"
+)
+
+// Run states (issue 7).
+const (
+	stateQueued    = "queued"
+	stateRunning   = "running"
+	stateSuccess   = "success"
+	stateFailure   = "failure"
+	stateCancelled = "cancelled"
+)
+
+// run is one submitted workflow. Its state, report and cancel are guarded
+// by the Server's mu; its event log has its own lock (it is written on the
+// planner's settlement path).
+type run struct {
+	id     string
+	w      *workflow.Workflow
+	inputs planner.Inputs
+	mask   func(string) string
+
+	ctx    context.Context
+	cancel context.CancelFunc
+
+	state  string
+	report []byte // canonical JSON of the D22 report, once finished
+
+	log eventLog
+}
+
+// prepared is a submission that passed every check and is ready to queue.
+type prepared struct {
+	w       *workflow.Workflow
+	inputs  planner.Inputs
+	mask    func(string) string
+	refusal *refusal // non-nil: refuse the submission
+}
+
+// refusal is a 400 that is not a check report.
+type refusal struct {
+	status int
+	err    *spec.Error
+	text   string // when err is nil
+}
+
+// prepare does what `nika run` does before executing: vars, secrets,
+// providers, and the permits ceiling.
+func (s *Server) prepare(w *workflow.Workflow, supplied map[string]string) prepared {
+	vars, verr := workflow.ResolveVars(w, supplied)
+	if verr != nil {
+		return prepared{refusal: &refusal{status: 400, err: verr}}
+	}
+	for _, sd := range w.Secrets {
+		switch {
+		case sd.Source == "file":
+			return prepared{refusal: &refusal{status: 400, err: spec.NewError("NIKA-SEC-004",
+				fmt.Sprintf("secret %q reads a file, which nika serve does not allow; pass it as an env secret whose variable the server lists with --secret-env", sd.Name),
+				map[string]any{"secret": sd.Name, "gate": "secrets"})}}
+		case sd.Source == "env" && !s.secrets[sd.Key]:
+			return prepared{refusal: &refusal{status: 400, err: spec.NewError("NIKA-SEC-004",
+				fmt.Sprintf("secret %q reads environment variable %s, which this server does not allow; start nika serve with --secret-env %s", sd.Name, sd.Key, sd.Key),
+				map[string]any{"secret": sd.Name, "variable": sd.Key, "gate": "secrets"})}}
+		}
+	}
+	secrets, serr := workflow.ResolveSecrets(w, s.opts.RunDir, s.opts.Env)
+	if serr != nil {
+		return prepared{refusal: &refusal{status: 400, err: serr}}
+	}
+	mask := workflow.NewMasker(secrets)
+	for _, t := range w.Tasks {
+		if t.Model == "" {
+			continue
+		}
+		if _, err := s.opts.Providers.For(t.Model); err != nil {
+			name, _, _ := provider.SplitModel(t.Model)
+			why := s.opts.Unavailable[name]
+			if why == "" {
+				why = "it is not configured on this server"
+			}
+			return prepared{refusal: &refusal{status: 400, text: mask(fmt.Sprintf("task %q uses %s, but provider %s is not available: %s", t.ID, t.Model, name, why))}}
+		}
+	}
+	env := map[string]any{}
+	for _, e := range w.Env {
+		env[e.Name] = e.Value
+	}
+	w.Permits = spec.IntersectPermits(s.ceiling, w.Permits)
+	return prepared{w: w, inputs: planner.Inputs{Vars: vars, Env: env, Secrets: secrets}, mask: mask}
+}
+
+// errQueueFull and errDraining are the admission refusals.
+type admission int
+
+const (
+	admitted admission = iota
+	queueFull
+	draining
+)
+
+// admit registers a prepared run: it starts at once when a slot is free,
+// else it waits in the queue, else it is refused.
+func (s *Server) admit(p prepared) (*run, admission) {
+	r := &run{id: "r-" + uuid.Must(uuid.NewV7()).String(), w: p.w, inputs: p.inputs, mask: p.mask}
+	r.log.wake = make(chan struct{})
+	r.ctx, r.cancel = context.WithCancel(context.Background())
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch {
+	case s.draining:
+		r.cancel()
+		return nil, draining
+	case s.running < s.opts.MaxRuns:
+		s.runs[r.id] = r
+		s.startLocked(r)
+	case len(s.queue) < s.opts.QueueSize:
+		s.runs[r.id] = r
+		r.state = stateQueued
+		s.queue = append(s.queue, r)
+	default:
+		r.cancel()
+		return nil, queueFull
+	}
+	return r, admitted
+}
+
+// startLocked starts r in its own goroutine; s.mu is held.
+func (s *Server) startLocked(r *run) {
+	r.state = stateRunning
+	s.running++
+	s.wg.Add(1)
+	go s.execute(r)
+}
+
+// execute runs r to the end, records its report, and starts the next
+// queued run.
+func (s *Server) execute(r *run) {
+	defer s.wg.Done()
+	s.logf("run %s (workflow %s) started", r.id, r.w.Name)
+	sinks := event.Fanout{event.NewNDJSON(&r.log).WithMasker(event.Masker(r.mask))}
+	var trace *os.File
+	if s.opts.TraceDir != "" {
+		name := s.opts.Clock().UTC().Format("20060102T150405Z") + "-" + r.id + ".ndjson"
+		f, err := os.Create(filepath.Join(s.opts.TraceDir, name))
+		if err != nil {
+			s.logf("run %s: no trace file: %v", r.id, err)
+		} else {
+			trace = f
+			sinks = append(sinks, event.NewNDJSON(f).WithMasker(event.Masker(r.mask)))
+		}
+	}
+	res := planner.Run(r.ctx, r.w, r.inputs, planner.Options{
+		Config:    planner.Config{RunID: r.id, MaxParallelTasks: s.opts.MaxParallelTasks, RunDir: s.opts.RunDir},
+		Verbs:     s.opts.Verbs(),
+		Canonical: sinks,
+		Live:      s.opts.Live,
+		Clock:     s.opts.Clock,
+		Finally:   s.finally,
+	})
+	if trace != nil {
+		if err := trace.Close(); err != nil {
+			s.logf("run %s: closing the trace: %v", r.id, err)
+		}
+	}
+	report := s.encodeReport(r, res)
+	r.cancel()
+	s.mu.Lock()
+	r.state, r.report = res.State, report
+	s.running--
+	s.retireLocked(r)
+	for len(s.queue) > 0 && s.running < s.opts.MaxRuns {
+		next := s.queue[0]
+		s.queue = s.queue[1:]
+		s.startLocked(next)
+	}
+	s.mu.Unlock()
+	r.log.close()
+	s.logf("run %s (workflow %s) finished: %s", r.id, r.w.Name, res.State)
+}
+
+// finishUnstarted ends a queued run that never started: cancelled, every
+// task cancelled with a null error (D22), no events. s.mu is held and r is
+// already out of the queue.
+func (s *Server) finishUnstarted(r *run) {
+	res := planner.Result{State: stateCancelled, Outputs: map[string]any{}}
+	for _, t := range r.w.Tasks {
+		res.Tasks = append(res.Tasks, planner.TaskResult{ID: t.ID, Status: stateCancelled})
+	}
+	r.cancel()
+	r.state, r.report = stateCancelled, s.encodeReport(r, res)
+	s.retireLocked(r)
+	r.log.close()
+}
+
+// retireLocked records r as finished and forgets the oldest finished runs
+// beyond KeepRuns. s.mu is held.
+func (s *Server) retireLocked(r *run) {
+	s.finished = append(s.finished, r.id)
+	for len(s.finished) > s.opts.KeepRuns {
+		delete(s.runs, s.finished[0])
+		s.finished[0] = ""
+		s.finished = s.finished[1:]
+	}
+}
+
+// encodeReport is the masked canonical JSON of the D22 report.
+func (s *Server) encodeReport(r *run, res planner.Result) []byte {
+	rep := event.MaskValue(res.Report(r.id, r.w.Name, 0), event.Masker(r.mask))
+	b, err := canon.Marshal(rep)
+	if err != nil { // NaN or ±Inf in an output: JSON cannot carry it
+		s.logf("run %s: the report holds a value JSON cannot carry (%v); writing it as null", r.id, err)
+		b, err = canon.Marshal(finite(rep))
+	}
+	if err != nil {
+		b, _ = canon.Marshal(map[string]any{"run_id": r.id, "workflow": r.w.Name, "workflow_state": res.State,
+			"error": map[string]any{"message": "the report cannot be encoded: " + err.Error()}})
+	}
+	return b
+}
+
+// finite replaces NaN and ±Inf, which JSON cannot carry, with null (a copy
+// of cmd/nika's, which this layer cannot import).
+func finite(v any) any {
+	switch x := v.(type) {
+	case float64:
+		if math.IsNaN(x) || math.IsInf(x, 0) {
+			return nil
+		}
+	case []any:
+		out := make([]any, len(x))
+		for i, e := range x {
+			out[i] = finite(e)
+		}
+		return out
+	case map[string]any:
+		out := make(map[string]any, len(x))
+		for k, e := range x {
+			out[k] = finite(e)
+		}
+		return out
+	}
+	return v
+}
+
+// eventLog keeps a run's canonical stream as NDJSON lines for its
+// followers. The NDJSON sink writes one whole line per Write.
+type eventLog struct {
+	mu    sync.Mutex
+	lines [][]byte
+	done  bool
+	wake  chan struct{} // closed and replaced at every change
+}
+
+// Write implements io.Writer for event.NDJSON.
+func (l *eventLog) Write(p []byte) (int, error) {
+	line := append([]byte(nil), p...)
+	l.mu.Lock()
+	l.lines = append(l.lines, line)
+	close(l.wake)
+	l.wake = make(chan struct{})
+	l.mu.Unlock()
+	return len(p), nil
+}
+
+func (l *eventLog) close() {
+	l.mu.Lock()
+	if !l.done {
+		l.done = true
+		close(l.wake)
+	}
+	l.mu.Unlock()
+}
+
+// since returns the lines from index i on, whether the log is complete,
+// and a channel closed at the next change.
+func (l *eventLog) since(i int) (lines [][]byte, done bool, wake <-chan struct{}) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.lines[i:], l.done, l.wake
+}
+
+// varTexts turns the JSON vars of a submission into `--var` texts: a
+// string as it is, anything else as its compact JSON text, which the var's
+// declared type then converts (numbers, booleans, arrays, objects).
+func varTexts(vars map[string]json.RawMessage) (map[string]string, error) {
+	out := make(map[string]string, len(vars))
+	for k, raw := range vars {
+		var s string
+		if err := json.Unmarshal(raw, &s); err == nil {
+			out[k] = s
+			continue
+		}
+		var b bytes.Buffer
+		if err := json.Compact(&b, raw); err != nil {
+			return nil, fmt.Errorf("var %q: %w", k, err)
+		}
+		out[k] = b.String()
+	}
+	return out, nil
+}
