@@ -253,6 +253,9 @@ func (tr *taskRun) finished(c *Core, id JobID, out workflow.Outcome, emitted []E
 	}
 	for _, u := range out.Usage {
 		tr.addUsage(u)
+		if u.Emitted {
+			continue // its infer_completed is among the emitted events
+		}
 		f := map[string]any{"model": u.Model, "input_tokens": u.InputTokens, "output_tokens": u.OutputTokens, "usage_reported": u.Reported}
 		if u.Turn > 0 {
 			f["turn"] = u.Turn // D18: turn? on agent requests

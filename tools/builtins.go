@@ -54,6 +54,9 @@ type Call struct {
 	// Workflow and Task name the running workflow and task (nika:notify puts them in its body;
 	// nika:inspect reports them). Empty when unknown.
 	Workflow, Task string
+	// Inspect answers nika:inspect's views about the running workflow (the planner's
+	// Job.Inspect); nil outside a run, where nika:inspect fails with NIKA-INVOKE-003.
+	Inspect func(ctx context.Context, view string) (any, error)
 }
 
 // Builtins runs the builtins of this build. It holds no global state; its zero value is not
@@ -96,6 +99,7 @@ func NewBuiltins() *Builtins {
 		"nika:date":     runDate,
 		"nika:validate": runValidate,
 		"nika:convert":  runConvert,
+		"nika:inspect":  runInspect,
 
 		"nika:edit":             runEdit,
 		"nika:glob":             runGlob,

@@ -120,6 +120,7 @@ func TestHasAndNames(t *testing.T) {
 	want = append(want, "nika:edit", "nika:glob", "nika:grep", "nika:prompt") // the file builtins of issue 6
 	// The network builtins of issue 6.
 	want = append(want, "nika:fetch", "nika:notify")
+	want = append(want, "nika:inspect") // answered by the planner through Call.Inspect
 	slices.Sort(want)
 	if got := b.Names(); !reflect.DeepEqual(got, want) {
 		t.Errorf("Names() = %v", got)

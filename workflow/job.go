@@ -75,6 +75,10 @@ type Usage struct {
 	InputTokens, OutputTokens int
 	Reported                  bool // false when the provider reported no usage
 	Turn                      int  // the agent turn of the request (re-asks: the turn they finalize); 0 outside an agent
+	// Emitted: the verb already sent this request's infer_completed through Job.Emit, where it
+	// belongs among the verb's own events (the agent: after the turn's tool selection, before
+	// its tool calls); the planner then only accounts the tokens.
+	Emitted bool
 }
 
 // Failed builds an error outcome.

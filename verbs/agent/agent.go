@@ -393,7 +393,11 @@ func (r *run) ask(ctx context.Context, req provider.Request) (*provider.Response
 		return nil, spec.NewError("", "the provider returned an outcome with neither a response nor an error", nil)
 	}
 	u := o.Response.Usage
-	r.usage = append(r.usage, workflow.Usage{Model: r.job.Model, InputTokens: u.InputTokens, OutputTokens: u.OutputTokens, Reported: u.Reported, Turn: r.turn})
+	r.usage = append(r.usage, workflow.Usage{Model: r.job.Model, InputTokens: u.InputTokens, OutputTokens: u.OutputTokens, Reported: u.Reported, Turn: r.turn, Emitted: true})
+	// D18's infer_completed, emitted here so the trace reads in the order things happened: the
+	// turn's tool selection, its request, then its tool calls.
+	r.emit(event.InferCompleted, map[string]any{"model": r.job.Model, "input_tokens": u.InputTokens, "output_tokens": u.OutputTokens,
+		"usage_reported": u.Reported, "turn": r.turn})
 	r.total += u.InputTokens + u.OutputTokens
 	return o.Response, nil
 }

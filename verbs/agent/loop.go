@@ -240,7 +240,7 @@ func (r *run) execute(ctx context.Context, c dispatch.Call, emit func(string, ma
 		args = map[string]any{}
 	}
 	out, err := r.v.Builtins.Execute(ctx, tools.Call{Name: c.Name, Args: args, Permits: r.job.Permits, RunDir: r.job.RunDir, Emit: emit,
-		Workflow: r.job.Workflow, Task: taskID(r.job)})
+		Workflow: r.job.Workflow, Task: taskID(r.job), Inspect: r.job.Inspect})
 	if err != nil {
 		return "", nil, err
 	}

@@ -45,11 +45,13 @@ func TestEventOrderWithinTurnAndToolInvokedFields(t *testing.T) {
 	}
 	want := []string{
 		`agent_tools_selected {"builtin":2,"mcp":0,"offered":2,"other":0,"turn":1,"universe":2}`,
+		`infer_completed {"input_tokens":7,"model":"test/m","output_tokens":3,"turn":1,"usage_reported":true}`,
 		`agent_budget_checkpoint {"budget":null,"total_tokens":10,"turn":1}`,
 		`tool_invoked {"index":0,"is_error":false,"tool":"nika:hash","turn":1}`,
 		`tool_invoked {"code":"NIKA-BUILTIN-001","index":1,"is_error":true,"tool":"nika:jq","turn":1}`,
 		`tool_invoked {"index":2,"is_error":false,"tool":"nika:hash","turn":1}`,
 		`agent_tools_selected {"builtin":2,"mcp":0,"offered":2,"other":0,"turn":2,"universe":2}`,
+		`infer_completed {"input_tokens":5,"model":"test/m","output_tokens":5,"turn":2,"usage_reported":true}`,
 		`agent_budget_checkpoint {"budget":null,"total_tokens":20,"turn":2}`,
 	}
 	if !slices.Equal(ev.lines, want) {
@@ -137,7 +139,7 @@ func TestRunBatchRunsJobsConcurrentlyOneOutcomePerJobInOrder(t *testing.T) {
 		if outs[i].Err != nil || outs[i].Output != fmt.Sprint("answer from test/m to item ", i) || len(outs[i].Usage) != 1 {
 			t.Fatalf("job %d: %v %v (sequential jobs never meet the rendezvous)", i, outs[i].Output, outs[i].Err)
 		}
-		if len(recs[i].lines) != 2 || !strings.HasPrefix(recs[i].lines[0], event.AgentToolsSelected) {
+		if len(recs[i].lines) != 3 || !strings.HasPrefix(recs[i].lines[0], event.AgentToolsSelected) || !strings.HasPrefix(recs[i].lines[1], event.InferCompleted) {
 			t.Fatalf("job %d events %v", i, recs[i].lines)
 		}
 	}

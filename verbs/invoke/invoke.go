@@ -106,7 +106,7 @@ func (v *Verb) call(ctx context.Context, job workflow.Job, name string) workflow
 			emit = func(string, map[string]any) {}
 		}
 		res, err := v.Builtins.Execute(ctx, tools.Call{Name: name, Args: args, Permits: job.Permits,
-			RunDir: job.RunDir, Emit: emit, Now: v.Now, Workflow: job.Workflow, Task: taskID(job)})
+			RunDir: job.RunDir, Emit: emit, Now: v.Now, Workflow: job.Workflow, Task: taskID(job), Inspect: job.Inspect})
 		if err != nil {
 			return workflow.Failed(toError(name, err))
 		}
