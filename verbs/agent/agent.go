@@ -65,6 +65,8 @@ const ReaskText = "Your previous reply does not match the required output schema
 // Config is the engine-internal configuration of AGENT.md §1.3 (never YAML).
 type Config struct {
 	MaxParallelTools int           // 0 → 8; accepted 0..1024
+	SpillThreshold   int           // bytes; 0 → 16 KiB (only with Verb.Blobs)
+	SpillHead        int           // bytes; 0 → 2 KiB
 	ToolTimeout      time.Duration // per call; 0 = none
 	Guard            guard.Config
 	Router           router.Config
@@ -77,6 +79,9 @@ type Verb struct {
 	// Builtins runs the nika: tools; nil means none are in this build.
 	Builtins *tools.Builtins
 	Config   Config
+	// Blobs, when set, stores tool results over Config.SpillThreshold, and the model gets their
+	// head and the blob's hash instead (AGENT.md §4.4). Nil: results are fed back whole.
+	Blobs BlobStore
 
 	// exec, when set (tests only), replaces Builtins.Execute for admitted nika: tools; it is the
 	// tool seam of AGENT.md §10.3 that tests replace with byte-stable doubles.

@@ -183,9 +183,10 @@ func (r *run) dispatch(ctx context.Context, t int, uses []provider.Block) *spec.
 		gcalls[i] = guard.Call{Name: name, Args: calls[i].Args}
 		obs[i] = guard.Observation{Content: res.Content, IsError: isErr}
 		r.rt.Record(t, name)
-		user.Blocks = append(user.Blocks, provider.ToolResultBlock(calls[i].ID, res.Content, isErr))
+		fed := r.spill(ctx, res.Content)
+		user.Blocks = append(user.Blocks, provider.ToolResultBlock(calls[i].ID, fed, isErr))
 		if dlen < digestMax {
-			part := router.CutChars(res.Content, digestPart)
+			part := router.CutChars(fed, digestPart)
 			digest = append(digest, part)
 			dlen += len([]rune(part)) + 1
 		}
