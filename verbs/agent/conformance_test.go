@@ -240,7 +240,9 @@ func TestDispatchByteIdenticalAcrossParallelism(t *testing.T) {
 			p := providertest.NewScripted(script...)
 			v, job, ev := setup(t, p, map[string]any{"prompt": "p", "tools": []any{"nika:*"}}, par)
 			v.exec = detExec
-			v.Config.ToolTimeout = 20 * time.Millisecond
+			// The "block" call ends by this timeout; the others sleep at most 5 ms, and the
+			// margin is wide so a loaded machine (-race, parallel packages) never times one out.
+			v.Config.ToolTimeout = 100 * time.Millisecond
 			job, live := withLive(job)
 			out := v.Run(context.Background(), job)
 			if out.Err != nil || out.Output != "all done" {

@@ -127,4 +127,3 @@ func TestDirStore(t *testing.T) {
 		t.Errorf("%d files in the store, want 1 (no temp file left)", len(entries))
 	}
 }
-
