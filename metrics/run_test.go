@@ -1,0 +1,182 @@
+package metrics_test
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/nikahq/nika/event"
+	"github.com/nikahq/nika/metrics"
+	"github.com/nikahq/nika/planner"
+	"github.com/nikahq/nika/spec"
+	"github.com/nikahq/nika/workflow"
+)
+
+// scripted is a workflow run through the real planner with fakeVerb as its exec verb: a task whose
+// verb reports a provider request and a tool batch on the live stream, a task that fails once then
+// succeeds on retry, a three-item for_each, and a task that fails the run.
+const scripted = `nika: v1
+workflow: scripted
+tasks:
+  - id: fetch
+    exec: { command: ["tools"] }
+  - id: flaky
+    retry: { max_attempts: 3, backoff_ms: 0, on_codes: [NIKA-EXEC-001] }
+    exec: { command: ["flaky"] }
+  - id: each
+    for_each: [1, 2, 3]
+    exec: { command: ["ok"] }
+  - id: broken
+    depends_on: [fetch, flaky, each]
+    exec: { command: ["fail"] }
+`
+
+// fakeVerb plays the verb side of the live stream the way infer, invoke and the agent do.
+type fakeVerb struct{}
+
+func (fakeVerb) Run(_ context.Context, job workflow.Job) workflow.Outcome {
+	argv, _ := job.Fields["command"].([]any)
+	live := func(n workflow.LiveNote) {
+		if job.Live != nil {
+			job.Live(n)
+		}
+	}
+	switch fmt.Sprint(argv[0]) {
+	case "tools":
+		live(workflow.LiveNote{Kind: event.LiveProviderRequest, Provider: "mock", Model: "mock/echo", Outcome: "ok",
+			InputTokens: 7, OutputTokens: 11, Elapsed: 20 * time.Millisecond, Turn: 1})
+		live(workflow.LiveNote{Kind: event.LiveBatchDispatched, Size: 2, Turn: 1})
+		live(workflow.LiveNote{Kind: event.LiveToolCallStarted, Tool: "nika:read", Turn: 1})
+		live(workflow.LiveNote{Kind: event.LiveToolCallStarted, Tool: "mcp:fs/read_text_file", Index: 1, Turn: 1})
+		live(workflow.LiveNote{Kind: event.LiveToolCallFinished, Tool: "mcp:fs/read_text_file", Index: 1, Turn: 1,
+			IsError: true, Code: "NIKA-MCP-002", Elapsed: time.Millisecond})
+		live(workflow.LiveNote{Kind: event.LiveToolCallFinished, Tool: "nika:read", Turn: 1, Elapsed: time.Millisecond})
+		live(workflow.LiveNote{Kind: event.LiveAgentFinished, Outcome: "ok", Turns: 2})
+		return workflow.Outcome{Output: "fetched"}
+	case "flaky":
+		if job.Attempt == 1 {
+			return workflow.Failed(spec.NewError("NIKA-EXEC-001", "the first attempt fails", nil))
+		}
+		return workflow.Outcome{Output: "ok"}
+	case "ok":
+		return workflow.Outcome{Output: "ok"}
+	}
+	return workflow.Failed(spec.NewError("NIKA-EXEC-002", "scripted failure", nil))
+}
+
+// runScripted runs the scripted workflow through planner.Run with m on the live stream, beside
+// another sink (the progress view's place), as nika run wires it.
+func runScripted(t *testing.T, m *metrics.Metrics) planner.Result {
+	t.Helper()
+	a := spec.CheckSource("scripted.nika.yaml", []byte(scripted), spec.CheckOptions{})
+	if !a.Valid() {
+		for _, f := range a.Findings {
+			t.Log(spec.FormatFinding("scripted.nika.yaml", f))
+		}
+		t.Fatal("invalid workflow")
+	}
+	w, err := workflow.Compile(a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var kinds []string
+	other := event.LiveFunc(func(l event.Live) {
+		if l.Kind == event.LiveWorkflowStarted || l.Kind == event.LiveWorkflowFinished {
+			kinds = append(kinds, l.Kind) // the planner emits both on its own goroutine
+		}
+	})
+	res := planner.Run(context.Background(), w, planner.Inputs{}, planner.Options{
+		Verbs: map[string]planner.Verb{"exec": fakeVerb{}},
+		Live:  event.LiveFanout{other, m},
+	})
+	if !slices.Equal(kinds, []string{event.LiveWorkflowStarted, event.LiveWorkflowFinished}) {
+		t.Errorf("the other sink saw %v, want workflow_started then workflow_finished", kinds)
+	}
+	return res
+}
+
+// gathered flattens the named families to sorted "name{labels} value" lines (histograms: _count).
+func gathered(t *testing.T, g prometheus.Gatherer, names ...string) []string {
+	t.Helper()
+	mfs, err := g.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, mf := range mfs {
+		if !slices.Contains(names, mf.GetName()) {
+			continue
+		}
+		for _, mt := range mf.Metric {
+			var ls []string
+			for _, lp := range mt.Label {
+				ls = append(ls, fmt.Sprintf("%s=%q", lp.GetName(), lp.GetValue()))
+			}
+			lbl := ""
+			if len(ls) > 0 {
+				lbl = "{" + strings.Join(ls, ",") + "}"
+			}
+			switch {
+			case mt.Counter != nil:
+				out = append(out, fmt.Sprintf("%s%s %g", mf.GetName(), lbl, mt.Counter.GetValue()))
+			case mt.Gauge != nil:
+				out = append(out, fmt.Sprintf("%s%s %g", mf.GetName(), lbl, mt.Gauge.GetValue()))
+			case mt.Histogram != nil:
+				out = append(out, fmt.Sprintf("%s_count%s %d", mf.GetName(), lbl, mt.Histogram.GetSampleCount()))
+			}
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// A real run through planner.Run: the planner's task, retry and workflow observations and the verb's
+// notes reach the metrics with the right labels and counts.
+func TestPlannerRun(t *testing.T) {
+	m := metrics.New(metrics.Options{TaskLabel: true})
+	if res := runScripted(t, m); res.State != "failure" {
+		t.Fatalf("state %s, want failure (broken fails the run)", res.State)
+	}
+	want := []string{
+		`nika_workflow_runs_total{state="failure",workflow="scripted"} 1`,
+		`nika_workflow_runs_in_flight 0`,
+		`nika_workflow_run_duration_seconds_count{workflow="scripted"} 1`,
+		`nika_task_runs_total{status="success",task="fetch",verb="exec",workflow="scripted"} 1`,
+		`nika_task_runs_total{status="failure",task="flaky",verb="exec",workflow="scripted"} 1`,
+		`nika_task_runs_total{status="success",task="flaky",verb="exec",workflow="scripted"} 1`,
+		`nika_task_runs_total{status="success",task="each",verb="exec",workflow="scripted"} 3`,
+		`nika_task_runs_total{status="failure",task="broken",verb="exec",workflow="scripted"} 1`,
+		`nika_task_retries_total{task="flaky",verb="exec"} 1`,
+		`nika_task_duration_seconds_count{task="fetch",verb="exec"} 1`,
+		`nika_task_duration_seconds_count{task="flaky",verb="exec"} 2`,
+		`nika_task_duration_seconds_count{task="each",verb="exec"} 3`,
+		`nika_task_duration_seconds_count{task="broken",verb="exec"} 1`,
+		`nika_tasks_in_flight{task="fetch",verb="exec"} 0`,
+		`nika_tasks_in_flight{task="flaky",verb="exec"} 0`,
+		`nika_tasks_in_flight{task="each",verb="exec"} 0`,
+		`nika_tasks_in_flight{task="broken",verb="exec"} 0`,
+		`nika_llm_requests_total{model="mock/echo",outcome="ok",provider="mock"} 1`,
+		`nika_llm_tokens_total{kind="input",model="mock/echo",provider="mock"} 7`,
+		`nika_llm_tokens_total{kind="output",model="mock/echo",provider="mock"} 11`,
+		`nika_llm_request_duration_seconds_count{model="mock/echo",provider="mock"} 1`,
+		`nika_tool_calls_total{outcome="ok",tool="nika:read"} 1`,
+		`nika_tool_calls_total{outcome="error",tool="mcp:fs/read_text_file"} 1`,
+		`nika_tool_calls_in_flight 0`,
+		`nika_tool_batch_size_count 1`,
+		`nika_agent_turns_count{workflow="scripted"} 1`,
+	}
+	sort.Strings(want)
+	got := gathered(t, m.Gatherer(), "nika_workflow_runs_total", "nika_workflow_runs_in_flight", "nika_workflow_run_duration_seconds",
+		"nika_task_runs_total", "nika_task_retries_total", "nika_task_duration_seconds", "nika_tasks_in_flight",
+		"nika_llm_requests_total", "nika_llm_tokens_total", "nika_llm_request_duration_seconds",
+		"nika_tool_calls_total", "nika_tool_calls_in_flight", "nika_tool_batch_size", "nika_agent_turns")
+	if !slices.Equal(got, want) {
+		t.Errorf("after the run:\ngot\n\t%s\nwant\n\t%s", strings.Join(got, "\n\t"), strings.Join(want, "\n\t"))
+	}
+}
