@@ -7,14 +7,14 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
-	"path/filepath"
 	"runtime/debug"
-	"sort"
 	"strings"
 
 	"github.com/nikahq/nika/dag"
 	"github.com/nikahq/nika/spec"
+	nikamcp "github.com/nikahq/nika/tools/mcp"
 )
 
 // Exit codes of the run contract (LANGUAGE.md §10).
@@ -201,34 +201,21 @@ func checkModelFlag(cmd, model string, stderr io.Writer) (int, bool) {
 }
 
 // mcpServers reads the names of the engine's MCP registry,
-// .nika/mcp_servers.json in the run directory (D7, D25). Without the file,
-// the registry is not visible and unregistered servers are found at run time.
+// .nika/mcp_servers.json in the run directory or the file NIKA_MCP_CONFIG names
+// (D7, D25). Without the file, the registry is not visible and unregistered
+// servers are found at run time; a file that cannot be parsed is ignored with
+// a warning, and so is a NIKA_MCP_CONFIG file that cannot be read.
 func mcpServers(stderr io.Writer) []string {
-	data, err := os.ReadFile(filepath.Join(".nika", "mcp_servers.json"))
+	path := nikamcp.Path("", os.LookupEnv)
+	reg, err := nikamcp.Load(path)
 	if err != nil {
-		return nil
-	}
-	var doc map[string]json.RawMessage
-	if err := json.Unmarshal(data, &doc); err != nil {
-		fmt.Fprintf(stderr, "nika: warning: ignoring .nika/mcp_servers.json: %v\n", err)
-		return nil
-	}
-	for _, wrapper := range []string{"servers", "mcpServers"} {
-		if inner, ok := doc[wrapper]; ok {
-			doc = nil
-			if err := json.Unmarshal(inner, &doc); err != nil {
-				fmt.Fprintf(stderr, "nika: warning: ignoring .nika/mcp_servers.json: %q must map server names to settings\n", wrapper)
-				return nil
-			}
-			break
+		var pe *fs.PathError
+		if !errors.As(err, &pe) || os.Getenv(nikamcp.EnvConfig) != "" {
+			fmt.Fprintf(stderr, "nika: warning: ignoring %s: %v\n", path, err)
 		}
+		return nil
 	}
-	names := make([]string, 0, len(doc))
-	for k := range doc {
-		names = append(names, k)
-	}
-	sort.Strings(names)
-	return names
+	return reg.Names()
 }
 
 func cmdCheck(args []string, stdout, stderr io.Writer) int {

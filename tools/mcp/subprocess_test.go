@@ -1,0 +1,295 @@
+//go:build linux
+
+package mcp
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+)
+
+// The echo server of testdata/echoserver, built once per test binary.
+var (
+	echoOnce sync.Once
+	echoBin  string
+	echoErr  error
+)
+
+func echoServer(t *testing.T) string {
+	t.Helper()
+	echoOnce.Do(func() {
+		echoDir, echoErr = os.MkdirTemp("", "nika-echoserver-")
+		if echoErr != nil {
+			return
+		}
+		echoBin = filepath.Join(echoDir, "echoserver")
+		out, err := exec.Command("go", "build", "-o", echoBin, "./testdata/echoserver").CombinedOutput()
+		if err != nil {
+			echoErr = errors.New("building testdata/echoserver: " + err.Error() + "\n" + string(out))
+		}
+	})
+	if echoErr != nil {
+		t.Fatal(echoErr)
+	}
+	return echoBin
+}
+
+// procGone reports whether a process no longer runs: it does not exist, or it is a zombie
+// waiting for a parent that is not ours to reap it.
+func procGone(pid int) bool {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return true
+	}
+	// The state follows the parenthesized command name.
+	s := string(b)
+	rest := s[strings.LastIndexByte(s, ')')+2:]
+	return rest[0] == 'Z' || rest[0] == 'X'
+}
+
+// sysPidfdOpen is pidfd_open(2), numbered alike on every Linux architecture.
+const sysPidfdOpen = 434
+
+// pidfd opens a pidfd on a running process, so its exit can be awaited though it is not a
+// child of the test.
+func pidfd(t *testing.T, pid int) int {
+	t.Helper()
+	fd, _, errno := syscall.Syscall(sysPidfdOpen, uintptr(pid), 0, 0)
+	if errno != 0 {
+		t.Fatalf("pidfd_open(%d): %v", pid, errno)
+	}
+	t.Cleanup(func() { syscall.Close(int(fd)) })
+	return int(fd)
+}
+
+// awaitExit blocks until the process behind a pidfd has exited (a zombie counts: it runs
+// nothing). SIGKILL is delivered asynchronously, so a process killed a moment ago may still be
+// on its way out; the bound only keeps a broken build from hanging the suite.
+func awaitExit(t *testing.T, fd int, what string) {
+	t.Helper()
+	for {
+		var set syscall.FdSet
+		set.Bits[fd/64] |= 1 << (uint(fd) % 64)
+		tv := syscall.Timeval{Sec: 60}
+		n, err := syscall.Select(fd+1, &set, nil, nil, &tv)
+		if errors.Is(err, syscall.EINTR) {
+			continue
+		}
+		if err != nil {
+			t.Fatalf("waiting for %s: %v", what, err)
+		}
+		if n == 0 {
+			t.Errorf("%s still runs a minute after Close", what)
+		}
+		return
+	}
+}
+
+// groupMembers lists the live (non-zombie) processes of a process group.
+func groupMembers(t *testing.T, pgid int) []int {
+	t.Helper()
+	ents, err := os.ReadDir("/proc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []int
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile("/proc/" + e.Name() + "/stat")
+		if err != nil {
+			continue
+		}
+		s := string(b)
+		f := strings.Fields(s[strings.LastIndexByte(s, ')')+2:])
+		// f[0] state, f[1] ppid, f[2] pgrp
+		if len(f) > 2 && f[2] == strconv.Itoa(pgid) && f[0] != "Z" && f[0] != "X" {
+			out = append(out, pid)
+		}
+	}
+	return out
+}
+
+func echoClient(t *testing.T, env map[string]string) *Client {
+	t.Helper()
+	reg := &Registry{path: "reg.json", servers: map[string]Server{"echo": {Command: echoServer(t), Env: env}}, invalid: map[string]string{}}
+	reg.servers["ghost"] = Server{Command: filepath.Join(t.TempDir(), "no-such-server")}
+	c := NewClient(reg, Options{Getenv: func(k string) (string, bool) {
+		if k == "OPENAI_API_KEY" {
+			return "sk-secret", true
+		}
+		return os.LookupEnv(k)
+	}})
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+func TestSubprocessCalls(t *testing.T) {
+	c := echoClient(t, map[string]string{"ECHO_GREETING": "hello"})
+	ctx := context.Background()
+	cases := []struct {
+		name, tool string
+		args       map[string]any
+		want       any
+		code       string
+		transient  bool
+		message    string
+	}{
+		{name: "echo", tool: "mcp:echo/echo", args: map[string]any{"text": "hi there"}, want: "hi there"},
+		{name: "registry env reaches the server", tool: "mcp:echo/env", args: map[string]any{"name": "ECHO_GREETING"}, want: "=hello"},
+		{name: "engine secrets do not", tool: "mcp:echo/env", args: map[string]any{"name": "OPENAI_API_KEY"}, want: "unset"},
+		{name: "structured output", tool: "mcp:echo/spawn", want: nil}, // checked below
+		{name: "isError", tool: "mcp:echo/fail", code: CodeToolError, message: "boom: the tool failed"},
+		{name: "schema", tool: "mcp:echo/echo", args: map[string]any{"text": 3}, code: CodeArgs, message: "invalid arguments for mcp:echo/echo: at /text:"},
+		{name: "unlisted", tool: "mcp:echo/nope", code: CodeUnknown, message: `MCP server "echo" lists no tool "nope" — use one it lists: crash, echo, env, fail, sleep, spawn`},
+		{name: "command not found", tool: "mcp:ghost/x", code: CodeUnavailable, transient: false, message: `MCP server "ghost" is not configured:`},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			out, err := c.Call(ctx, tc.tool, tc.args)
+			if tc.code != "" {
+				se := asError(t, err, tc.code)
+				if !strings.Contains(se.Message, tc.message) {
+					t.Errorf("message = %q, want it to contain %q", se.Message, tc.message)
+				}
+				if se.Transient != tc.transient {
+					t.Errorf("transient = %v", se.Transient)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tc.tool == "mcp:echo/spawn" {
+				m, ok := out.(map[string]any)
+				if pid, isInt := m["pid"].(int); !ok || !isInt || pid <= 0 {
+					t.Errorf("spawn output = %#v, want {pid: int}", out)
+				}
+				return
+			}
+			if out != tc.want {
+				t.Errorf("output = %#v, want %#v", out, tc.want)
+			}
+		})
+	}
+}
+
+// A server that exits mid-call is NIKA-MCP-001, transient, with its last stderr line; the next
+// call starts a new server process.
+func TestSubprocessCrash(t *testing.T) {
+	c := echoClient(t, nil)
+	ctx := context.Background()
+	if _, err := c.Call(ctx, "mcp:echo/echo", map[string]any{"text": "x"}); err != nil {
+		t.Fatal(err)
+	}
+	first := c.Pid("echo")
+	_, err := c.Call(ctx, "mcp:echo/crash", nil)
+	se := asError(t, err, CodeUnavailable)
+	if !se.Transient {
+		t.Error("a crash must be transient")
+	}
+	if !strings.Contains(se.Message, `MCP server "echo" stopped answering while running mcp:echo/crash`) {
+		t.Errorf("message = %q", se.Message)
+	}
+	out, err := c.Call(ctx, "mcp:echo/echo", map[string]any{"text": "again"})
+	if err != nil || out != "again" {
+		t.Fatalf("after the crash: %v, %v", out, err)
+	}
+	if second := c.Pid("echo"); second == 0 || second == first {
+		t.Errorf("server pid %d after the crash, %d before: want a new process", second, first)
+	}
+}
+
+// Close kills the server's whole process group: the server and the grandchild it spawned are
+// gone when Close returns.
+func TestSubprocessCloseKillsGroup(t *testing.T) {
+	c := echoClient(t, nil)
+	out, err := c.Call(context.Background(), "mcp:echo/spawn", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	child := out.(map[string]any)["pid"].(int)
+	server := c.Pid("echo")
+	if server == 0 || procGone(server) || procGone(child) {
+		t.Fatalf("before Close: server %d gone=%v, grandchild %d gone=%v", server, procGone(server), child, procGone(child))
+	}
+	if got := groupMembers(t, server); len(got) != 2 {
+		t.Errorf("the server's group holds %v, want the server and its grandchild", got)
+	}
+	serverFD, childFD := pidfd(t, server), pidfd(t, child)
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	awaitExit(t, serverFD, "the server")
+	awaitExit(t, childFD, "the grandchild")
+	if !procGone(server) || !procGone(child) {
+		t.Errorf("after Close: server %d gone=%v, grandchild %d gone=%v", server, procGone(server), child, procGone(child))
+	}
+	if got := groupMembers(t, server); len(got) != 0 {
+		t.Errorf("after Close the server's group still holds %v", got)
+	}
+}
+
+// A call cancelled while the tool runs returns at once (NIKA-CANCEL-001); the server stays up.
+// A Close while a call runs fails that call and still leaves nothing behind.
+func TestSubprocessCancelAndCloseMidCall(t *testing.T) {
+	fifo := filepath.Join(t.TempDir(), "ready")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c := echoClient(t, map[string]string{"ECHO_READY": fifo})
+	ready := func() string {
+		f, err := os.Open(fifo) // blocks until the sleeping tool opens it
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		line, _ := bufio.NewReader(f).ReadString('\n')
+		return line
+	}
+
+	ctx, cancel := context.WithCancel(context.Background())
+	errc := make(chan error, 1)
+	go func() {
+		_, err := c.Call(ctx, "mcp:echo/sleep", nil)
+		errc <- err
+	}()
+	line := ready()
+	if !strings.HasPrefix(line, "server=") {
+		t.Fatalf("ready line %q", line)
+	}
+	cancel()
+	asError(t, <-errc, codeCancelled)
+	server := c.Pid("echo")
+	if out, err := c.Call(context.Background(), "mcp:echo/echo", map[string]any{"text": "up"}); err != nil || out != "up" {
+		t.Fatalf("after a cancelled call: %v, %v", out, err)
+	}
+	if c.Pid("echo") != server {
+		t.Error("a cancelled call restarted the server")
+	}
+
+	go func() {
+		_, err := c.Call(context.Background(), "mcp:echo/sleep", nil)
+		errc <- err
+	}()
+	ready()
+	serverFD := pidfd(t, server)
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	awaitExit(t, serverFD, "the server")
+	asError(t, <-errc, CodeUnavailable)
+	if got := groupMembers(t, server); len(got) != 0 {
+		t.Errorf("after Close the server's group still holds %v", got)
+	}
+}
