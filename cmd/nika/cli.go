@@ -40,6 +40,9 @@ Usage:
   nika schema                               print the JSON Schema of the workflow format
   nika mcp                                  serve nika_check, nika_explain, nika_schema and nika_graph
                                             over MCP on stdio (read-only; runs nothing)
+  nika serve [--addr ADDR] [--auth-token T] [--permits FILE] [--secret-env NAME]... [--workflows DIR]
+             [--max-runs N] [--queue N] [--shutdown-timeout DUR] [--trace-dir DIR]
+                                            serve an HTTP API that runs submitted workflows
   nika version                              print the version
   nika help [COMMAND]                       print this help
 
@@ -57,6 +60,8 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	switch cmd {
 	case "run":
 		return cmdRun(rest, stdout, stderr)
+	case "serve":
+		return cmdServe(rest, stdout, stderr)
 	case "check":
 		return cmdCheck(rest, stdout, stderr)
 	case "graph":
@@ -130,6 +135,7 @@ var synopses = map[string]string{
 	"explain": "nika explain NIKA-XXX-NNN",
 	"schema":  "nika schema",
 	"mcp":     "nika mcp",
+	"serve":   "nika serve [--addr ADDR] [--auth-token TOKEN] [--permits FILE] [--secret-env NAME]... [--workflows DIR] [--max-runs N] [--queue N] [--shutdown-timeout DUR] [--trace-dir DIR]",
 }
 
 func newFlagSet(name string) *flag.FlagSet {

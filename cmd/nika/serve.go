@@ -1,0 +1,193 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/nikahq/nika/server"
+)
+
+// stringList collects a repeatable string flag.
+type stringList []string
+
+func (l *stringList) String() string { return strings.Join(*l, ",") }
+func (l *stringList) Set(s string) error {
+	if s == "" {
+		return errors.New("want a name")
+	}
+	*l = append(*l, s)
+	return nil
+}
+
+// serveEnv is what `nika serve` needs from the process, injectable for tests.
+type serveEnv struct {
+	lookup  func(string) (string, bool)
+	signals <-chan os.Signal
+}
+
+func cmdServe(args []string, stdout, stderr io.Writer) int {
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	defer signal.Stop(sigs)
+	signal.Ignore(syscall.SIGPIPE)
+	return serveWith(args, stdout, stderr, serveEnv{lookup: os.LookupEnv, signals: sigs})
+}
+
+func serveWith(args []string, stdout, stderr io.Writer, env serveEnv) int {
+	fs := newFlagSet("serve")
+	addr := fs.String("addr", "127.0.0.1:8080", "listen on `ADDR` (host:port); a non-loopback address requires --auth-token")
+	token := fs.String("auth-token", "", "require `TOKEN` as a bearer token on every endpoint but /healthz and /readyz (default $NIKA_AUTH_TOKEN)")
+	permitsPath := fs.String("permits", "", "the permits ceiling of every submitted workflow, a YAML `FILE` written like a workflow's permits block (default {}: pure compute)")
+	var secretEnv stringList
+	fs.Var(&secretEnv, "secret-env", "let env secrets read environment variable `NAME` (repeatable; none by default)")
+	workflows := fs.String("workflows", "", "accept \"path\" submissions of files under `DIR`")
+	maxRuns := fs.Int("max-runs", server.DefaultMaxRuns, "run at most `N` workflows at once")
+	queue := fs.Int("queue", server.DefaultQueueSize, "queue at most `N` more runs; beyond that a submission gets 429")
+	maxBody := fs.Int64("max-body", server.DefaultMaxBodyBytes, "refuse request bodies over `BYTES` with 413")
+	keepRuns := fs.Int("keep-runs", server.DefaultKeepRuns, "keep the last `N` finished runs (reports and events) in memory")
+	shutdownTimeout := fs.Duration("shutdown-timeout", 30*time.Second, "on SIGTERM, let running runs finish for `DUR`, then cancel them")
+	traceDir := fs.String("trace-dir", "", "write each run's canonical event stream to `DIR`/<time>-<run-id>.ndjson")
+	model := fs.String("model", "", "default model `provider/name` for infer and agent tasks without one")
+	maxTasks := fs.Int("max-parallel-tasks", 0, "run at most `N` tasks of one run at once (0: unbounded)")
+	maxTools := fs.Int("max-parallel-tools", 0, "run at most `N` tool calls of one agent turn at once (1..1024; default 8)")
+	rest, code, ok := parseInterspersed(fs, args, stdout, stderr)
+	if !ok {
+		return code
+	}
+	if len(rest) != 0 {
+		fmt.Fprint(stderr, "nika serve: takes no file arguments; workflows are submitted over HTTP\n"+usageOf(fs))
+		return exitUsage
+	}
+	for _, c := range []struct {
+		name string
+		bad  bool
+	}{
+		{"--max-runs must be ≥ 1", *maxRuns < 1},
+		{"--queue must be ≥ 0", *queue < 0},
+		{"--max-body must be ≥ 1", *maxBody < 1},
+		{"--keep-runs must be ≥ 1", *keepRuns < 1},
+		{"--shutdown-timeout must be ≥ 0", *shutdownTimeout < 0},
+		{"--max-parallel-tasks must be ≥ 0", *maxTasks < 0},
+		{"--max-parallel-tools must be from 1 to 1024", *maxTools != 0 && (*maxTools < 1 || *maxTools > 1024)},
+	} {
+		if c.bad {
+			fmt.Fprintf(stderr, "nika serve: %s\n", c.name)
+			return exitUsage
+		}
+	}
+	if code, ok := checkModelFlag("serve", *model, stderr); !ok {
+		return code
+	}
+	if *token == "" {
+		*token, _ = env.lookup("NIKA_AUTH_TOKEN")
+	}
+	// D35: without a token, only this machine may reach the server.
+	if *token == "" && !server.IsLoopback(*addr) {
+		fmt.Fprintf(stderr, "nika serve: refusing to listen on %s without --auth-token: anyone who can reach it could run workflows; bind a loopback address (127.0.0.1:8080) or set --auth-token (or NIKA_AUTH_TOKEN)\n", *addr)
+		return exitUsage
+	}
+	opts := server.Options{
+		MaxRuns: *maxRuns, QueueSize: *queue, MaxBodyBytes: *maxBody, KeepRuns: *keepRuns,
+		AuthToken: *token, SecretEnv: secretEnv, Env: env.lookup, Workflows: *workflows, TraceDir: *traceDir,
+		MaxParallelTasks: *maxTasks, Logger: stderr,
+	}
+	if *permitsPath != "" {
+		src, err := os.ReadFile(*permitsPath)
+		if err != nil {
+			fmt.Fprintf(stderr, "nika serve: cannot read the permits file: %v\n", err)
+			return exitEnv
+		}
+		if opts.Permits, err = server.ParsePermits(src); err != nil {
+			fmt.Fprintf(stderr, "nika serve: %s: %v\n", *permitsPath, err)
+			return exitUsage
+		}
+	}
+	// max_parallel_tools: flag > NIKA_MAX_PARALLEL_TOOLS > 8 (D4).
+	opts.MaxParallelTools = *maxTools
+	if v, ok := env.lookup("NIKA_MAX_PARALLEL_TOOLS"); ok && *maxTools == 0 {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > 1024 {
+			fmt.Fprintf(stderr, "nika serve: NIKA_MAX_PARALLEL_TOOLS must be from 1 to 1024, got %q\n", v)
+			return exitEnv
+		}
+		opts.MaxParallelTools = n
+	}
+	if v, ok := env.lookup("NIKA_RUN_DEPTH"); ok {
+		opts.ExecDepth, _ = strconv.Atoi(v)
+	}
+	opts.Check.Model, opts.Check.MCPServers = *model, mcpServers(stderr)
+	providers := server.EnvProviders(env.lookup)
+	opts.Providers, opts.Unavailable = providers.Registry, providers.Unavailable
+	// TODO(issue 7, metrics): opts.Metrics = m.Handler(), opts.Live = m, and
+	// m.AddProvider for each of providers.Fronts, once package metrics lands.
+
+	srv, err := server.New(opts)
+	if err != nil {
+		fmt.Fprintf(stderr, "nika serve: %v\n", err)
+		return exitEnv
+	}
+	ln, err := net.Listen("tcp", *addr)
+	if err != nil {
+		fmt.Fprintf(stderr, "nika serve: %v\n", err)
+		return exitEnv
+	}
+	hs := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	served := make(chan error, 1)
+	go func() { served <- hs.Serve(ln) }()
+	fmt.Fprintf(stderr, "nika serve: listening on http://%s\n", ln.Addr())
+
+	var serveErr error
+	select {
+	case <-env.signals:
+	case serveErr = <-served:
+	}
+	running, queued := srv.Active()
+	fmt.Fprintf(stderr, "nika serve: shutting down: %d running runs may finish within %s, %d queued runs are cancelled\n", running, *shutdownTimeout, queued)
+	// Stop accepting at once; open event streams end with their runs.
+	httpDone := make(chan error, 1)
+	go func() { httpDone <- hs.Shutdown(context.Background()) }()
+	ctx, cancel := context.WithTimeout(context.Background(), *shutdownTimeout)
+	defer cancel()
+	drained := make(chan error, 1)
+	go func() { drained <- srv.Shutdown(ctx) }()
+	select {
+	case err = <-drained:
+	case <-env.signals:
+		fmt.Fprintln(stderr, "nika serve: signalled again; cancelling every run and abandoning on_finally steps")
+		srv.Close()
+		err = <-drained
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "nika serve: %v\n", err)
+	}
+	// Every run has ended, so every stream has; a client that stops
+	// reading does not hold the exit for long.
+	select {
+	case <-httpDone:
+	case <-time.After(5 * time.Second):
+		hs.Close()
+		<-httpDone
+	}
+	if *traceDir != "" {
+		fmt.Fprintf(stderr, "nika serve: traces are in %s\n", *traceDir)
+	}
+	if serveErr != nil && !errors.Is(serveErr, http.ErrServerClosed) {
+		fmt.Fprintf(stderr, "nika serve: %v\n", serveErr)
+		return exitEnv
+	}
+	fmt.Fprintln(stderr, "nika serve: stopped")
+	return exitOK
+}
+
+var _ flag.Value = (*stringList)(nil)

@@ -1,0 +1,368 @@
+package main
+
+// Black-box tests of `nika serve`: the real binary on a loopback port
+// (127.0.0.1:0, the address read back from its log line), driven over HTTP
+// and signals. Blocking runs are `exec cat FIFO`: a run holds until the test
+// opens the FIFO for writing, and that open itself waits for cat to read,
+// so every step is a rendezvous, never a sleep.
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// served is a running `nika serve`.
+type served struct {
+	t     *testing.T
+	cmd   *exec.Cmd
+	url   string
+	token string
+	lines chan string // stderr, line by line
+	mu    sync.Mutex
+	log   strings.Builder
+	exit  chan int
+}
+
+// startServe starts the binary in dir with the given flags (after
+// --addr 127.0.0.1:0, so a later --addr wins) and waits for it to listen.
+func startServe(t *testing.T, dir string, args ...string) *served {
+	t.Helper()
+	cmd := exec.Command(nikaBin, append([]string{"serve", "--addr", "127.0.0.1:0"}, args...)...)
+	cmd.Dir = dir
+	cmd.Env = testEnv
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	s := &served{t: t, cmd: cmd, lines: make(chan string, 4096), exit: make(chan int, 1)}
+	go func() {
+		sc := bufio.NewScanner(stderr)
+		for sc.Scan() {
+			s.mu.Lock()
+			s.log.WriteString(sc.Text() + "\n")
+			s.mu.Unlock()
+			s.lines <- sc.Text()
+		}
+		close(s.lines)
+		err := cmd.Wait()
+		code := 0
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			code = ee.ExitCode()
+		}
+		s.exit <- code
+	}()
+	t.Cleanup(func() {
+		cmd.Process.Kill()
+		<-s.exit
+	})
+	line := s.waitLine("listening on http://")
+	hostport := line[strings.Index(line, "http://")+len("http://"):]
+	_, port, _ := strings.Cut(hostport[strings.LastIndex(hostport, "]")+1:], ":")
+	if i := strings.LastIndex(hostport, ":"); port == "" && i >= 0 {
+		port = hostport[i+1:]
+	}
+	s.url = "http://127.0.0.1:" + port
+	return s
+}
+
+// waitLine reads the log until a line contains sub. The deadline only
+// stops a broken test from hanging; nothing is timed.
+func (s *served) waitLine(sub string) string {
+	s.t.Helper()
+	deadline := time.After(60 * time.Second)
+	for {
+		select {
+		case l, ok := <-s.lines:
+			if !ok {
+				s.t.Fatalf("nika serve ended before logging %q:\n%s", sub, s.stderr())
+			}
+			if strings.Contains(l, sub) {
+				return l
+			}
+		case <-deadline:
+			s.t.Fatalf("nika serve never logged %q:\n%s", sub, s.stderr())
+		}
+	}
+}
+
+func (s *served) stderr() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.log.String()
+}
+
+// wait returns the exit code once the process ends (after draining its log).
+func (s *served) wait() int {
+	s.t.Helper()
+	for range s.lines {
+	}
+	select {
+	case code := <-s.exit:
+		s.exit <- code // for the cleanup
+		return code
+	case <-time.After(60 * time.Second):
+		s.t.Fatalf("nika serve did not exit:\n%s", s.stderr())
+		return -1
+	}
+}
+
+func (s *served) do(method, path, body string) (int, string) {
+	s.t.Helper()
+	req, err := http.NewRequest(method, s.url+path, strings.NewReader(body))
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	if s.token != "" {
+		req.Header.Set("Authorization", "Bearer "+s.token)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+func submitBody(yaml string) string {
+	b, _ := json.Marshal(map[string]any{"workflow": yaml})
+	return string(b)
+}
+
+func (s *served) submit(yaml string) string {
+	s.t.Helper()
+	code, b := s.do("POST", "/v1/runs", submitBody(yaml))
+	if code != http.StatusAccepted {
+		s.t.Fatalf("submit: %d %s", code, b)
+	}
+	var out struct {
+		RunID string `json:"run_id"`
+	}
+	json.Unmarshal([]byte(b), &out)
+	return out.RunID
+}
+
+// finish reads a run's event stream to its end and returns its status.
+func (s *served) finish(id string) (state string, report map[string]any) {
+	s.t.Helper()
+	if code, b := s.do("GET", "/v1/runs/"+id+"/events", ""); code != http.StatusOK || !strings.Contains(b, `"kind":"workflow_`) {
+		s.t.Fatalf("events of %s: %d %s", id, code, b)
+	}
+	code, b := s.do("GET", "/v1/runs/"+id, "")
+	var st struct {
+		State  string         `json:"state"`
+		Report map[string]any `json:"report"`
+	}
+	if err := json.Unmarshal([]byte(b), &st); code != http.StatusOK || err != nil {
+		s.t.Fatalf("GET %s: %d %s", id, code, b)
+	}
+	return st.State, st.Report
+}
+
+func catYAML(name, fifo string) string {
+	return fmt.Sprintf("nika: v1\nworkflow: %s\ntasks:\n  - id: wait\n    exec: { command: [\"cat\", %q] }\n", name, fifo)
+}
+
+func mkfifo(t *testing.T, dir, name string) string {
+	t.Helper()
+	p := filepath.Join(dir, name)
+	if err := syscall.Mkfifo(p, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// release lets the `cat` of fifo finish: opening for writing waits for the
+// reader, so this returns once that run's process is reading.
+func release(t *testing.T, fifo string) {
+	t.Helper()
+	f, err := os.OpenFile(fifo, os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.WriteString("released\n")
+	f.Close()
+}
+
+func writePermits(t *testing.T, dir, text string) string {
+	t.Helper()
+	p := filepath.Join(dir, "permits.yaml")
+	if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func TestServeRefusesNonLoopbackWithoutToken(t *testing.T) {
+	dir := t.TempDir()
+	for _, addr := range []string{"0.0.0.0:0", ":0", "[::]:0"} {
+		r := runBinary(t, dir, "serve", "--addr", addr)
+		if r.code != exitUsage || !strings.Contains(r.stderr, "without --auth-token") {
+			t.Errorf("serve --addr %s: exit %d %q, want 2 naming --auth-token", addr, r.code, r.stderr)
+		}
+	}
+	// With a token it starts, and the token is required.
+	s := startServe(t, dir, "--addr", "0.0.0.0:0", "--auth-token", "tok-123456")
+	if code, _ := s.do("GET", "/v1/runs/r-x", ""); code != http.StatusUnauthorized {
+		t.Errorf("without the token: %d, want 401", code)
+	}
+	if code, _ := s.do("GET", "/healthz", ""); code != http.StatusOK {
+		t.Errorf("healthz without the token: %d, want 200", code)
+	}
+	s.token = "tok-123456"
+	if code, _ := s.do("GET", "/v1/runs/r-x", ""); code != http.StatusNotFound {
+		t.Errorf("with the token: %d, want 404", code)
+	}
+	s.cmd.Process.Signal(syscall.SIGTERM)
+	if code := s.wait(); code != 0 {
+		t.Errorf("exit %d after SIGTERM, want 0\n%s", code, s.stderr())
+	}
+}
+
+func TestServeEndpoints(t *testing.T) {
+	dir := t.TempDir()
+	root := filepath.Join(dir, "workflows")
+	os.Mkdir(root, 0o755)
+	copyFile(t, filepath.Join(pkgDir, "testdata", "run", "vars.nika.yaml"), filepath.Join(root, "vars.nika.yaml"))
+	s := startServe(t, dir, "--permits", writePermits(t, dir, "exec: [cat]\n"), "--max-runs", "1", "--queue", "1",
+		"--max-body", "4096", "--workflows", root)
+
+	// Refusals.
+	code, b := s.do("POST", "/v1/runs", submitBody("nika: v1\nworkflow: w\nmodel: mock/echo\ntasks:\n  - id: a\n    infer: { prompt: x }\n    retrys: 3\n"))
+	if code != http.StatusBadRequest || !strings.Contains(b, `"valid":false`) || !strings.Contains(b, "NIKA-PARSE-005") {
+		t.Errorf("invalid workflow: %d %s, want 400 with the check findings", code, b)
+	}
+	for _, tc := range []struct {
+		method, path, body string
+		code               int
+	}{
+		{"GET", "/v1/runs/r-unknown", "", 404},
+		{"GET", "/v1/runs/r-unknown/events", "", 404},
+		{"DELETE", "/v1/runs/r-unknown", "", 404},
+		{"PUT", "/v1/runs", "", 405},
+		{"POST", "/v1/runs", submitBody(strings.Repeat("#", 5000)), 413},
+		{"POST", "/v1/runs", `{"path":"vars.nika.yaml"}`, 400}, // the required var is missing
+		{"GET", "/readyz", "", 200},
+	} {
+		if code, b := s.do(tc.method, tc.path, tc.body); code != tc.code {
+			t.Errorf("%s %s: %d %s, want %d", tc.method, tc.path, code, b, tc.code)
+		}
+	}
+	// A path submission with vars runs on the mock provider.
+	code, b = s.do("POST", "/v1/runs", `{"path":"vars.nika.yaml","vars":{"times":2,"name":"serve"}}`)
+	var sub struct {
+		RunID string `json:"run_id"`
+	}
+	if json.Unmarshal([]byte(b), &sub); code != http.StatusAccepted || !strings.HasPrefix(sub.RunID, "r-") {
+		t.Fatalf("path submission: %d %s", code, b)
+	}
+	if state, rep := s.finish(sub.RunID); state != "success" || fmt.Sprint(rep["outputs"]) != "map[greeting:Hello serve x2 times:2]" {
+		t.Errorf("path run: %s %v", state, rep)
+	}
+
+	// 429: one run holds the only slot, one waits, the next is refused.
+	fa, fb := mkfifo(t, dir, "a"), mkfifo(t, dir, "b")
+	a := s.submit(catYAML("a", fa))
+	b2 := s.submit(catYAML("b", fb))
+	if code, body := s.do("POST", "/v1/runs", submitBody(catYAML("c", fa))); code != http.StatusTooManyRequests {
+		t.Errorf("third run: %d %s, want 429", code, body)
+	}
+	release(t, fa)
+	release(t, fb) // b only reads once a finished: the queue moved on
+	for _, id := range []string{a, b2} {
+		if state, rep := s.finish(id); state != "success" {
+			t.Errorf("run %s: %s %v", id, state, rep)
+		}
+	}
+	// The ceiling is exec [cat]: echo is refused at run time.
+	id := s.submit("nika: v1\nworkflow: e\ntasks:\n  - id: run\n    exec: { command: [\"echo\", \"hi\"] }\n")
+	if state, rep := s.finish(id); state != "failure" || !strings.Contains(fmt.Sprint(rep["tasks"]), "NIKA-SEC-004") {
+		t.Errorf("echo under exec [cat]: %s %v, want failure with NIKA-SEC-004", state, rep)
+	}
+	s.cmd.Process.Signal(syscall.SIGTERM)
+	if code := s.wait(); code != 0 {
+		t.Errorf("exit %d, want 0\n%s", code, s.stderr())
+	}
+}
+
+// D35: under the default ceiling {} a submitted exec is refused with
+// NIKA-SEC-004, and DELETE cancels a running run.
+func TestServeExecRefusedUnderDefaultCeiling(t *testing.T) {
+	s := startServe(t, t.TempDir())
+	id := s.submit("nika: v1\nworkflow: e\ntasks:\n  - id: run\n    exec: { command: [\"echo\", \"hi\"] }\n")
+	state, rep := s.finish(id)
+	tasks, _ := rep["tasks"].(map[string]any)
+	run, _ := tasks["run"].(map[string]any)
+	e, _ := run["error"].(map[string]any)
+	if state != "failure" || e["code"] != "NIKA-SEC-004" {
+		t.Errorf("exec under {}: %s %v, want failure with NIKA-SEC-004", state, rep)
+	}
+	s.cmd.Process.Signal(syscall.SIGTERM)
+	if code := s.wait(); code != 0 {
+		t.Errorf("exit %d, want 0\n%s", code, s.stderr())
+	}
+}
+
+// SIGTERM with two runs in flight: the listener closes, one run is let
+// finish (the test releases it after the shutdown began), the other is
+// cancelled at --shutdown-timeout; both traces are complete; exit 0.
+func TestServeGracefulShutdown(t *testing.T) {
+	dir := t.TempDir()
+	traces := filepath.Join(dir, "traces")
+	s := startServe(t, dir, "--permits", writePermits(t, dir, "exec: [cat]\n"), "--max-runs", "2",
+		"--shutdown-timeout", "4s", "--trace-dir", traces)
+	fa, fb := mkfifo(t, dir, "a"), mkfifo(t, dir, "b")
+	a := s.submit(catYAML("drained", fa))
+	b := s.submit(catYAML("cancelled", fb))
+	for _, id := range []string{a, b} {
+		s.waitLine("run " + id + " (workflow")
+	}
+	s.cmd.Process.Signal(syscall.SIGTERM)
+	s.waitLine("shutting down: 2 running runs")
+	release(t, fa) // after the shutdown began: a drains
+	s.waitLine("run " + a + " (workflow drained) finished: success")
+	s.waitLine("run " + b + " (workflow cancelled) finished: cancelled")
+	if code := s.wait(); code != 0 {
+		t.Fatalf("exit %d after SIGTERM, want 0\n%s", code, s.stderr())
+	}
+	if _, err := http.Get(s.url + "/healthz"); err == nil {
+		t.Error("the server still accepts connections after exiting")
+	}
+	files, _ := filepath.Glob(filepath.Join(traces, "*.ndjson"))
+	if len(files) != 2 {
+		t.Fatalf("traces = %v, want 2", files)
+	}
+	last := map[string]string{}
+	for _, f := range files {
+		data, _ := os.ReadFile(f)
+		lines := strings.Split(strings.TrimSpace(string(data)), "\n")
+		var e struct {
+			Kind string `json:"kind"`
+		}
+		json.Unmarshal([]byte(lines[len(lines)-1]), &e)
+		for _, id := range []string{a, b} {
+			if strings.Contains(f, id) {
+				last[id] = e.Kind
+			}
+		}
+	}
+	if last[a] != "workflow_completed" || last[b] != "workflow_cancelled" {
+		t.Errorf("trace endings = %v, want %s completed and %s cancelled", last, a, b)
+	}
+}
