@@ -180,8 +180,16 @@ func detExec(ctx context.Context, c dispatch.Call) (string, json.RawMessage, err
 		return "", nil, err
 	}
 	if a.Mode == "block" {
-		<-ctx.Done()
-		return "", nil, ctx.Err()
+		// A call that hangs until its own deadline. The deadline is the double's, not
+		// Config.ToolTimeout: an engine timeout would also catch a 5 ms call on a loaded
+		// machine and so make the transcript depend on load (the dispatcher's timeout has
+		// its own tests in package dispatch).
+		select {
+		case <-time.After(20 * time.Millisecond):
+		case <-ctx.Done():
+			return "", nil, ctx.Err()
+		}
+		return "", nil, spec.NewError("NIKA-TIMEOUT-001", c.Name+" exceeded its 20ms call timeout", nil)
 	}
 	select {
 	case <-time.After(time.Duration(a.Delay) * time.Microsecond):
@@ -240,9 +248,6 @@ func TestDispatchByteIdenticalAcrossParallelism(t *testing.T) {
 			p := providertest.NewScripted(script...)
 			v, job, ev := setup(t, p, map[string]any{"prompt": "p", "tools": []any{"nika:*"}}, par)
 			v.exec = detExec
-			// The "block" call ends by this timeout; the others sleep at most 5 ms, and the
-			// margin is wide so a loaded machine (-race, parallel packages) never times one out.
-			v.Config.ToolTimeout = 100 * time.Millisecond
 			job, live := withLive(job)
 			out := v.Run(context.Background(), job)
 			if out.Err != nil || out.Output != "all done" {
