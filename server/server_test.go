@@ -748,3 +748,43 @@ func TestLoad200ConcurrentRuns(t *testing.T) {
 	}
 	ts.Close()
 }
+
+// One provider set for the process: the mock, every provider whose key is
+// set or needs none, and a reason naming the variable for the others.
+func TestEnvProviders(t *testing.T) {
+	env := map[string]string{"OPENAI_API_KEY": "sk-test-key-1234"}
+	p := EnvProviders(func(k string) (string, bool) { v, ok := env[k]; return v, ok })
+	for _, model := range []string{"mock/echo", "openai/gpt-4o", "ollama/llama3"} {
+		if _, err := p.Registry.For(model); err != nil {
+			t.Errorf("%s: %v, want a provider", model, err)
+		}
+	}
+	if _, ok := p.Fronts["openai"]; !ok || p.Fronts["mock"] != nil {
+		t.Errorf("fronts = %v, want openai (and never the mock)", p.Fronts)
+	}
+	if _, err := p.Registry.For("anthropic/claude"); err == nil {
+		t.Error("anthropic without a key is in the registry")
+	}
+	why := p.Unavailable["anthropic"]
+	if !strings.Contains(why, "ANTHROPIC_API_KEY") {
+		t.Errorf("anthropic unavailable because %q, want the variable named", why)
+	}
+	for name, why := range p.Unavailable {
+		if strings.Contains(why, "sk-test-key-1234") {
+			t.Errorf("%s: the reason leaks a key: %s", name, why)
+		}
+	}
+}
+
+// exec children get a minimal environment: PATH and the like, never the
+// server's keys (they would otherwise be one `env` away from a submitter).
+func TestExecChildrenGetAMinimalEnvironment(t *testing.T) {
+	env := map[string]string{"PATH": "/usr/bin:/bin", "OPENAI_API_KEY": "sk-must-not-leak"}
+	_, c := start(t, Options{Permits: &spec.Permits{Exec: true}, Env: func(k string) (string, bool) { v, ok := env[k]; return v, ok }})
+	id := c.submit("nika: v1\nworkflow: env\ntasks:\n  - id: run\n    exec: { command: [\"sh\", \"-c\", \"echo key=${OPENAI_API_KEY:-unset} path=$PATH\"] }\n", nil)
+	c.events(id)
+	st := c.get(id)
+	if out := fmt.Sprint(st.Report.Tasks["run"].Output); st.State != "success" || out != "key=unset path=/usr/bin:/bin" {
+		t.Errorf("state %s, output %q; want the key unset and PATH passed", st.State, out)
+	}
+}
