@@ -7,6 +7,7 @@ package agent
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -36,6 +37,7 @@ const (
 	CodeSchema    = "NIKA-INFER-002"
 	CodeUnknown   = "NIKA-INVOKE-001"
 	CodeArgs      = "NIKA-INVOKE-002"
+	CodeDefs      = "NIKA-AGENT-006" // the tool-definition source (an MCP server's tools/list) failed
 	CodeCancel    = fields.CodeCancel
 )
 
@@ -78,7 +80,11 @@ type Verb struct {
 	Providers *provider.Registry
 	// Builtins runs the nika: tools; nil means none are in this build.
 	Builtins *tools.Builtins
-	Config   Config
+	// Tools is the run's source of mcp: tools (its MCP client): their definitions join the
+	// universe of every agent whose whitelist and permits.tools admit them, and their calls go
+	// to it. nil means no MCP tools.
+	Tools  tools.Source
+	Config Config
 	// Blobs, when set, stores tool results over Config.SpillThreshold, and the model gets their
 	// head and the blob's hash instead (AGENT.md §4.4). Nil: results are fed back whole.
 	Blobs BlobStore
@@ -128,7 +134,7 @@ type run struct {
 // nika:done's result, or with `schema:` the validated JSON value. Outcome.Usage holds one entry per
 // provider request, re-asks included.
 func (v *Verb) Run(ctx context.Context, job workflow.Job) workflow.Outcome {
-	r, err := v.arm(job)
+	r, err := v.arm(ctx, job)
 	if err != nil {
 		return workflow.Failed(err)
 	}
@@ -166,7 +172,7 @@ func apiErr(param, format string, args ...any) *spec.Error {
 }
 
 // arm is AGENT.md §3: parameters, schema, whitelist, universe, model, budgets, router and guard.
-func (v *Verb) arm(job workflow.Job) (*run, *spec.Error) {
+func (v *Verb) arm(ctx context.Context, job workflow.Job) (*run, *spec.Error) {
 	r := &run{v: v, job: job}
 	f := job.Fields
 	prompt, ok, err := fields.String(f, "prompt")
@@ -222,7 +228,9 @@ func (v *Verb) arm(job workflow.Job) (*run, *spec.Error) {
 		}
 		r.sch, r.schDoc = sch, doc
 	}
-	r.buildUniverse()
+	if err := r.buildUniverse(ctx); err != nil {
+		return nil, err
+	}
 	if job.Model == "" {
 		return nil, paramErr("model", "no model resolves for this task")
 	}
@@ -301,13 +309,15 @@ func (r *run) rank(name string) int {
 	return len(r.globs)
 }
 
-// buildUniverse is §3.1: the builtins of this build (sorted by name) minus loop-owned, denied,
-// unclean and duplicate names, then the synthesized nika:done and nika:compose, stable-sorted by
-// author rank. MCP tools are not in this build.
-func (r *run) buildUniverse() {
+// buildUniverse is §3.1: the builtins of this build (sorted by name), then the MCP tools of
+// the servers the whitelist and permits.tools can reach (sorted by name), minus loop-owned,
+// denied, unclean and duplicate names, then the synthesized nika:done and nika:compose,
+// stable-sorted by author rank. A server whose tools cannot be listed fails the arming with
+// NIKA-AGENT-006, transient when the source's error is.
+func (r *run) buildUniverse(ctx context.Context) *spec.Error {
 	r.byName = map[string]provider.ToolDef{}
 	if len(r.globs) == 0 {
-		return
+		return nil
 	}
 	all := catalog.All()
 	bs := make([]*catalog.Builtin, 0, len(all))
@@ -334,6 +344,21 @@ func (r *run) buildUniverse() {
 		r.byName[n] = d
 		u = append(u, d)
 	}
+	mcpDefs, err := r.mcpDefs(ctx)
+	if err != nil {
+		return err
+	}
+	for _, d := range mcpDefs {
+		if d.Name == router.NameDone || d.Name == router.NameCompose || !r.admitted(d.Name) || !clean(d.Name) {
+			continue
+		}
+		if _, dup := r.byName[d.Name]; dup {
+			continue
+		}
+		pd := provider.ToolDef{Name: d.Name, Description: d.Description, Parameters: d.Params}
+		r.byName[d.Name] = pd
+		u = append(u, pd)
+	}
 	for _, n := range []string{router.NameDone, router.NameCompose} {
 		if !r.admitted(n) {
 			continue
@@ -346,6 +371,37 @@ func (r *run) buildUniverse() {
 	}
 	sort.SliceStable(u, func(i, j int) bool { return r.rank(u[i].Name) < r.rank(u[j].Name) })
 	r.universe = u
+	return nil
+}
+
+// mcpDefs lists the tools of every registered server that some glob of the whitelist (and of
+// permits.tools, when the workflow has permits) can reach, sorted by name. Servers no glob can
+// reach are neither started nor listed.
+func (r *run) mcpDefs(ctx context.Context) ([]tools.Def, *spec.Error) {
+	src := r.v.Tools
+	if src == nil {
+		return nil, nil
+	}
+	var out []tools.Def
+	for _, s := range src.Servers() {
+		if !tools.CanAdmitServer(r.globs, s) || r.job.Permits != nil && !tools.CanAdmitServer(r.job.Permits.Tools, s) {
+			continue
+		}
+		defs, err := src.List(ctx, s)
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil, fields.Cancelled(ctx, err)
+			}
+			e := spec.NewError(CodeDefs, fmt.Sprintf("the tools of MCP server %q could not be listed: %v", s, err),
+				map[string]any{"detail": err.Error(), "server": s}).Wrap(err)
+			var se *spec.Error
+			e.Transient = errors.As(err, &se) && se.Transient
+			return nil, e
+		}
+		out = append(out, defs...)
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out, nil
 }
 
 // live reports to the live stream (D19), never to the canonical one. It is called from the loop

@@ -213,7 +213,8 @@ func (r *run) dispatch(ctx context.Context, t int, uses []provider.Block) *spec.
 }
 
 // execute is the phase-1 executor: nika:compose is checked here (never run), builtins go to
-// Builtins.Execute with the job's permits, run directory and emitter.
+// Builtins.Execute with the job's permits, run directory and emitter, and mcp: tools to the
+// run's tool source.
 func (r *run) execute(ctx context.Context, c dispatch.Call, emit func(string, map[string]any)) (string, json.RawMessage, error) {
 	if c.Name == router.NameCompose {
 		b := compose(c.Args)
@@ -222,7 +223,9 @@ func (r *run) execute(ctx context.Context, c dispatch.Call, emit func(string, ma
 	if _, ok := r.byName[c.Name]; ok && r.v.exec != nil {
 		return r.v.exec(ctx, c)
 	}
-	if _, ok := r.byName[c.Name]; !ok || !strings.HasPrefix(c.Name, "nika:") || r.v.Builtins == nil {
+	_, known := r.byName[c.Name]
+	viaMCP := strings.HasPrefix(c.Name, "mcp:") && r.v.Tools != nil
+	if !known || !viaMCP && (!strings.HasPrefix(c.Name, "nika:") || r.v.Builtins == nil) {
 		return "", nil, spec.NewError(CodeUnknown, "unknown tool "+c.Name, map[string]any{"tool": c.Name})
 	}
 	var args map[string]any
@@ -240,8 +243,17 @@ func (r *run) execute(ctx context.Context, c dispatch.Call, emit func(string, ma
 	if args == nil {
 		args = map[string]any{}
 	}
-	out, err := r.v.Builtins.Execute(ctx, tools.Call{Name: c.Name, Args: args, Permits: r.job.Permits, RunDir: r.job.RunDir, Emit: emit,
-		Workflow: r.job.Workflow, Task: taskID(r.job), Inspect: r.job.Inspect})
+	var out any
+	var err error
+	if viaMCP {
+		// The source checks the arguments against the tool's input schema and maps its result
+		// as invoke does (LANGUAGE.md §5.3); the loop has already applied the whitelist and
+		// permits.tools.
+		out, err = r.v.Tools.Call(ctx, c.Name, args)
+	} else {
+		out, err = r.v.Builtins.Execute(ctx, tools.Call{Name: c.Name, Args: args, Permits: r.job.Permits, RunDir: r.job.RunDir, Emit: emit,
+			Workflow: r.job.Workflow, Task: taskID(r.job), Inspect: r.job.Inspect})
+	}
 	if err != nil {
 		return "", nil, err
 	}

@@ -1,5 +1,6 @@
-// Package invoke is the `invoke` verb (LANGUAGE.md §5.3): one tool call, a `nika:` builtin or (in a
-// later build) an MCP tool, gated by permits.tools and recorded as one `tool_invoked` event.
+// Package invoke is the `invoke` verb (LANGUAGE.md §5.3): one tool call, a `nika:` builtin or an
+// MCP tool (through the run's tools.Source), gated by permits.tools and recorded as one
+// `tool_invoked` event.
 package invoke
 
 import (
@@ -18,7 +19,7 @@ import (
 
 // Codes of this verb.
 const (
-	CodeUnknown = "NIKA-INVOKE-001" // unknown tool, a builtin not in this build, MCP (not in this build)
+	CodeUnknown = "NIKA-INVOKE-001" // unknown tool, a builtin not in this build, mcp: without a registry
 	CodeArgs    = "NIKA-INVOKE-002" // arguments fail the tool's input schema
 	CodeFailed  = "NIKA-INVOKE-003" // a tool failed without a more specific code
 	CodePermits = "NIKA-SEC-004"    // outside permits.tools
@@ -30,14 +31,18 @@ type Verb struct {
 	Builtins *tools.Builtins
 	// Now is the engine clock for nika:date and nika:wait; nil means time.Now.
 	Now func() time.Time
+	// Tools runs the mcp: tools (the run's MCP client); nil means this engine has no MCP
+	// registry, and every mcp: tool is NIKA-INVOKE-001.
+	Tools tools.Source
 }
 
 // Run runs one invoke job (planner.Verb): Fields["tool"] is the canonical tool name and
 // Fields["args"] its resolved arguments (default {}). The output is the tool's result. Errors:
 //
 //   - NIKA-SEC-004: job.Permits is set and permits.tools does not admit the tool.
-//   - NIKA-INVOKE-001: an unknown tool, a catalog builtin not in this build (D10), any `mcp:`
-//     tool (MCP servers are not in this build).
+//   - NIKA-INVOKE-001: an unknown tool, a catalog builtin not in this build (D10), an `mcp:`
+//     tool without an MCP registry (Tools nil), on an unregistered server, or not listed by it.
+//   - for `mcp:` tools, Tools.Call's NIKA-INVOKE-002, NIKA-MCP-001 and NIKA-MCP-002.
 //   - NIKA-INVOKE-002: args is not an object, or fails the tool's contract.
 //   - the builtin's own codes, NIKA-CANCEL-001 (wrapping context.Cause(ctx)) and NIKA-INVOKE-003.
 //
@@ -112,7 +117,15 @@ func (v *Verb) call(ctx context.Context, job workflow.Job, name string) workflow
 		}
 		return workflow.Outcome{Output: res}
 	case strings.HasPrefix(name, "mcp:"):
-		return workflow.Failed(spec.NewError(CodeUnknown, "MCP servers are not in this build", map[string]any{"tool": name}))
+		if v.Tools == nil {
+			return workflow.Failed(spec.NewError(CodeUnknown, fmt.Sprintf("%s needs an MCP server, and this engine has no MCP registry — create .nika/mcp_servers.json in the run directory (or point NIKA_MCP_CONFIG at one) that registers the server", name),
+				map[string]any{"tool": name}))
+		}
+		res, err := v.Tools.Call(ctx, name, args)
+		if err != nil {
+			return workflow.Failed(toError(name, err))
+		}
+		return workflow.Outcome{Output: res}
 	}
 	return workflow.Failed(spec.NewError(CodeUnknown, fmt.Sprintf("unknown tool %q", name), map[string]any{"tool": name}))
 }

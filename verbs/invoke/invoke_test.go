@@ -89,8 +89,8 @@ func TestRun(t *testing.T) {
 		{name: "permits.tools gates mcp too", fields: map[string]any{"tool": "mcp:github/search"}, permits: &spec.Permits{Tools: []string{"nika:*"}, ToolsSet: true},
 			code: "NIKA-SEC-004", invoked: map[string]any{"tool": "mcp:github/search", "is_error": true, "code": "NIKA-SEC-004"}},
 
-		{name: "mcp is not in this build", fields: map[string]any{"tool": "mcp:github/search", "args": map[string]any{"q": "x"}},
-			code: "NIKA-INVOKE-001", msg: "MCP servers are not in this build",
+		{name: "mcp without a registry", fields: map[string]any{"tool": "mcp:github/search", "args": map[string]any{"q": "x"}},
+			code: "NIKA-INVOKE-001", msg: "this engine has no MCP registry — create .nika/mcp_servers.json",
 			invoked: map[string]any{"tool": "mcp:github/search", "is_error": true, "code": "NIKA-INVOKE-001"}},
 		{name: "catalog builtin not in this build", fields: map[string]any{"tool": "nika:compose", "args": map[string]any{"workflow_yaml": "nika: v1"}},
 			code: "NIKA-INVOKE-001", msg: "not in this build",
