@@ -29,7 +29,7 @@ type served struct {
 	cmd   *exec.Cmd
 	url   string
 	token string
-	lines chan string // stderr, line by line
+	lines chan string // stderr, line by line (buffered far beyond any test, so the server never blocks on its log)
 	mu    sync.Mutex
 	log   strings.Builder
 	exit  chan int
@@ -49,7 +49,7 @@ func startServe(t *testing.T, dir string, args ...string) *served {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	s := &served{t: t, cmd: cmd, lines: make(chan string, 4096), exit: make(chan int, 1)}
+	s := &served{t: t, cmd: cmd, lines: make(chan string, 1<<16), exit: make(chan int, 1)}
 	go func() {
 		sc := bufio.NewScanner(stderr)
 		for sc.Scan() {
@@ -364,5 +364,50 @@ func TestServeGracefulShutdown(t *testing.T) {
 	}
 	if last[a] != "workflow_completed" || last[b] != "workflow_cancelled" {
 		t.Errorf("trace endings = %v, want %s completed and %s cancelled", last, a, b)
+	}
+}
+
+// The load test against the binary: 200 runs submitted at once on the mock
+// provider all complete, and every report is retrievable. (The concurrency
+// bound and the goroutine baseline are measured in-process, where a verb can
+// be instrumented: server.TestLoad200ConcurrentRuns.)
+func TestServeLoad200(t *testing.T) {
+	dir := t.TempDir()
+	s := startServe(t, dir, "--max-runs", "8", "--queue", "200")
+	const runs = 200
+	ids := make([]string, runs)
+	var wg sync.WaitGroup
+	for i := range runs {
+		wg.Go(func() {
+			b, _ := json.Marshal(map[string]any{"workflow": "nika: v1\nworkflow: load\nmodel: mock/echo\nvars:\n  n: 0\ntasks:\n  - id: echo\n    infer: { prompt: \"n=${{ vars.n }}\" }\noutputs:\n  said: ${{ tasks.echo.output }}\n",
+				"vars": map[string]any{"n": i}})
+			resp, err := http.Post(s.url+"/v1/runs", "application/json", strings.NewReader(string(b)))
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			defer resp.Body.Close()
+			var out struct {
+				RunID string `json:"run_id"`
+			}
+			if err := json.NewDecoder(resp.Body).Decode(&out); err != nil || resp.StatusCode != http.StatusAccepted {
+				t.Errorf("submit %d: %d %v", i, resp.StatusCode, err)
+			}
+			ids[i] = out.RunID
+		})
+	}
+	wg.Wait()
+	if t.Failed() {
+		return
+	}
+	for i, id := range ids {
+		state, rep := s.finish(id)
+		if state != "success" || fmt.Sprint(rep["outputs"]) != fmt.Sprintf("map[said:n=%d]", i) {
+			t.Fatalf("run %d: %s %v", i, state, rep)
+		}
+	}
+	s.cmd.Process.Signal(syscall.SIGTERM)
+	if code := s.wait(); code != 0 {
+		t.Errorf("exit %d, want 0", code)
 	}
 }
