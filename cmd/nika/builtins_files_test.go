@@ -39,45 +39,58 @@ func TestBuiltinsFiles(t *testing.T) {
 		{name: "prompt"},
 		{name: "prompt-yes", file: "prompt.nika.yaml", args: []string{"--yes"}},
 	}
+	setup := func(t *testing.T) string {
+		dir := t.TempDir()
+		if err := os.CopyFS(dir, os.DirFS(src)); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Symlink("src", filepath.Join(dir, "tree", "linkdir")); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, "tree", "data.bin"), []byte("TODO\x00binary\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return dir
+	}
 	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			dir := t.TempDir()
-			if err := os.CopyFS(dir, os.DirFS(src)); err != nil {
-				t.Fatal(err)
-			}
-			if err := os.Symlink("src", filepath.Join(dir, "tree", "linkdir")); err != nil {
-				t.Fatal(err)
-			}
-			if err := os.WriteFile(filepath.Join(dir, "tree", "data.bin"), []byte("TODO\x00binary\n"), 0o644); err != nil {
-				t.Fatal(err)
-			}
-			file := c.file
-			if file == "" {
-				file = c.name + ".nika.yaml"
-			}
-			r := runBinary(t, dir, append([]string{"run", "--no-trace", "--quiet", file}, c.args...)...)
-			if r.code != 0 {
-				t.Fatalf("nika run %s: exit %d\n%s", file, r.code, r.stderr)
-			}
-			golden := filepath.Join(src, c.name+".golden.json")
-			if *update {
-				if err := os.WriteFile(golden, []byte(r.stdout), 0o644); err != nil {
-					t.Fatal(err)
+		file := c.file
+		if file == "" {
+			file = c.name + ".nika.yaml"
+		}
+		args := append([]string{"run", "--no-trace", "--quiet", file}, c.args...)
+		golden := filepath.Join(src, c.name+".golden.json")
+		// The built binary, then Main in-process (STYLE.md: both are exercised).
+		for _, mode := range []string{"binary", "in-process"} {
+			t.Run(c.name+"/"+mode, func(t *testing.T) {
+				dir := setup(t)
+				var r result
+				if mode == "binary" {
+					r = runBinary(t, dir, args...)
+				} else {
+					r = runInProcess(t, dir, args...)
 				}
-			}
-			want, err := os.ReadFile(golden)
-			if err != nil {
-				t.Fatalf("%v (run with -update to create it)", err)
-			}
-			if r.stdout != string(want) {
-				t.Errorf("stdout\n%s\nwant\n%s", r.stdout, want)
-			}
-			if strings.Contains(r.stdout, dir) {
-				t.Errorf("stdout names the temporary run directory: %s", r.stdout)
-			}
-			if c.after != nil {
-				c.after(t, dir)
-			}
-		})
+				if r.code != 0 {
+					t.Fatalf("nika run %s: exit %d\n%s", file, r.code, r.stderr)
+				}
+				if *update && mode == "binary" {
+					if err := os.WriteFile(golden, []byte(r.stdout), 0o644); err != nil {
+						t.Fatal(err)
+					}
+				}
+				want, err := os.ReadFile(golden)
+				if err != nil {
+					t.Fatalf("%v (run with -update to create it)", err)
+				}
+				if r.stdout != string(want) {
+					t.Errorf("stdout\n%s\nwant\n%s", r.stdout, want)
+				}
+				if strings.Contains(r.stdout, dir) {
+					t.Errorf("stdout names the temporary run directory: %s", r.stdout)
+				}
+				if c.after != nil {
+					c.after(t, dir)
+				}
+			})
+		}
 	}
 }
