@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/nikahq/nika/spec"
@@ -151,6 +152,25 @@ func TestEditKeepsModeAndFollowsLinks(t *testing.T) {
 	if string(got) != "echo new\n" || fi.Mode().Perm() != 0o751 {
 		t.Errorf("target holds %q with mode %v", got, fi.Mode().Perm())
 	}
+}
+
+// A name close to the 255-byte limit leaves no room for the temporary file's name beside it:
+// the atomic write fails (as root too), and the file is left as it was.
+func TestEditWriteFailureFromTheTemporaryName(t *testing.T) {
+	dir := t.TempDir()
+	name := strings.Repeat("n", 240)
+	writeFile(t, filepath.Join(dir, name), []byte("abc"))
+	_, err := exec(t, Call{Name: "nika:edit", Args: map[string]any{"path": name, "find": "b", "replace": "x"}, RunDir: dir})
+	if codeOf(t, err) != "NIKA-INVOKE-003" {
+		t.Fatalf("err = %v, want NIKA-INVOKE-003", err)
+	}
+	if !strings.Contains(err.Error(), "unchanged") {
+		t.Errorf("message %q should say the file is unchanged", err)
+	}
+	if got, _ := os.ReadFile(filepath.Join(dir, name)); string(got) != "abc" {
+		t.Errorf("file holds %q", got)
+	}
+	assertNoTempFiles(t, dir)
 }
 
 func TestEditWriteFailureLeavesTheFile(t *testing.T) {
