@@ -167,14 +167,16 @@ func (s *Server) execute(r *run) {
 			sinks = append(sinks, event.NewNDJSON(f).WithMasker(event.Masker(r.mask)))
 		}
 	}
+	verbs, release := s.runVerbs()
 	res := planner.Run(r.ctx, r.w, r.inputs, planner.Options{
 		Config:    planner.Config{RunID: r.id, MaxParallelTasks: s.opts.MaxParallelTasks, RunDir: s.opts.RunDir},
-		Verbs:     s.opts.Verbs(),
+		Verbs:     verbs,
 		Canonical: sinks,
 		Live:      s.opts.Live,
 		Clock:     s.opts.Clock,
 		Finally:   s.finally,
 	})
+	release()
 	if trace != nil {
 		if err := trace.Close(); err != nil {
 			s.logf("run %s: closing the trace: %v", r.id, err)

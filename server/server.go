@@ -15,6 +15,7 @@ import (
 	"github.com/nikahq/nika/provider"
 	"github.com/nikahq/nika/spec"
 	"github.com/nikahq/nika/tools"
+	"github.com/nikahq/nika/tools/mcp"
 	"github.com/nikahq/nika/verbs/agent"
 	"github.com/nikahq/nika/verbs/exec"
 	"github.com/nikahq/nika/verbs/infer"
@@ -43,6 +44,12 @@ type Options struct {
 	Unavailable map[string]string
 	// Builtins runs the nika: tools of every run; nil: tools.NewBuiltins().
 	Builtins *tools.Builtins
+	// MCP is the engine's MCP registry (D7, D25): each run gets its own
+	// client over it, closed (process groups killed, D37) when the run
+	// ends. Nil: no MCP servers; their tools are NIKA-INVOKE-001.
+	MCP *mcp.Registry
+	// Version is announced to MCP servers; "": "dev".
+	Version string
 	// MaxParallelTools bounds one agent batch (D4); 0: the agent's default.
 	MaxParallelTools int
 	// MaxParallelTasks bounds the tasks of one run (D4); 0: unbounded.
@@ -165,21 +172,29 @@ func New(opts Options) (*Server, error) {
 	}
 	s.log = &lockedWriter{w: opts.Logger}
 	s.finally, s.abandon = context.WithCancel(context.Background())
-	if s.opts.Verbs == nil {
-		s.opts.Verbs = s.standardVerbs
-	}
 	return s, nil
 }
 
-// standardVerbs are the verbs of `nika run`, over the shared registry.
-func (s *Server) standardVerbs() map[string]planner.Verb {
+// runVerbs returns the verbs of one run and what to release when it ends:
+// Options.Verbs when set, else the verbs of `nika run` over the shared
+// registry, with the run's own MCP client.
+func (s *Server) runVerbs() (map[string]planner.Verb, func()) {
 	o := s.opts
+	if o.Verbs != nil {
+		return o.Verbs(), func() {}
+	}
+	var source tools.Source
+	release := func() {}
+	if o.MCP != nil {
+		c := mcp.NewClient(o.MCP, mcp.Options{RunDir: o.RunDir, Getenv: o.Env, Version: o.Version})
+		source, release = c, func() { c.Close() }
+	}
 	return map[string]planner.Verb{
 		"exec":   &exec.Verb{Depth: o.ExecDepth, Env: childEnv(o.Env)},
 		"infer":  &infer.Verb{Providers: o.Providers},
-		"invoke": &invoke.Verb{Builtins: o.Builtins, Now: o.Clock},
-		"agent":  &agent.Verb{Providers: o.Providers, Builtins: o.Builtins, Config: agent.Config{MaxParallelTools: o.MaxParallelTools}},
-	}
+		"invoke": &invoke.Verb{Builtins: o.Builtins, Tools: source, Now: o.Clock},
+		"agent":  &agent.Verb{Providers: o.Providers, Builtins: o.Builtins, Tools: source, Config: agent.Config{MaxParallelTools: o.MaxParallelTools}},
+	}, release
 }
 
 // childEnv is the environment of exec children: enough to find programs

@@ -23,6 +23,7 @@ import (
 	"github.com/nikahq/nika/planner"
 	"github.com/nikahq/nika/provider"
 	"github.com/nikahq/nika/spec"
+	"github.com/nikahq/nika/tools/mcp"
 	"github.com/nikahq/nika/verbs/infer"
 	"github.com/nikahq/nika/workflow"
 )
@@ -786,5 +787,36 @@ func TestExecChildrenGetAMinimalEnvironment(t *testing.T) {
 	st := c.get(id)
 	if out := fmt.Sprint(st.Report.Tasks["run"].Output); st.State != "success" || out != "key=unset path=/usr/bin:/bin" {
 		t.Errorf("state %s, output %q; want the key unset and PATH passed", st.State, out)
+	}
+}
+
+// Each run gets an MCP client over Options.MCP: a registered server that
+// cannot start is NIKA-MCP-001 (without a client the call would be
+// NIKA-INVOKE-001, "no registry").
+func TestRunsGetTheMCPRegistry(t *testing.T) {
+	reg, err := mcp.Parse("mcp_servers.json", []byte(`{"servers":{"ghost":{"command":"/nonexistent/ghost-mcp-server"}}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const yaml = "nika: v1\nworkflow: m\ntasks:\n  - id: call\n    invoke: { tool: \"mcp:ghost/echo\", args: {} }\n"
+	for _, tc := range []struct {
+		name    string
+		reg     *mcp.Registry
+		ceiling *spec.Permits
+		code    string
+	}{
+		{"default ceiling", reg, nil, "NIKA-SEC-004"},
+		{"ceiling admits mcp", reg, &spec.Permits{Tools: []string{"mcp:**"}, ToolsSet: true}, "NIKA-MCP-001"},
+		{"no registry", nil, &spec.Permits{Tools: []string{"mcp:**"}, ToolsSet: true}, "NIKA-INVOKE-001"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, c := start(t, Options{MCP: tc.reg, Permits: tc.ceiling, Check: spec.CheckOptions{MCPServers: []string{"ghost"}}})
+			id := c.submit(yaml, nil)
+			c.events(id)
+			st := c.get(id)
+			if e := st.Report.Tasks["call"].Error; st.State != "failure" || e == nil || e.Code != tc.code {
+				t.Errorf("state %s, error %+v; want failure with %s", st.State, e, tc.code)
+			}
+		})
 	}
 }

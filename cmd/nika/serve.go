@@ -15,7 +15,9 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/nikahq/nika/metrics"
 	"github.com/nikahq/nika/server"
+	nikamcp "github.com/nikahq/nika/tools/mcp"
 )
 
 // stringList collects a repeatable string flag.
@@ -61,6 +63,7 @@ func serveWith(args []string, stdout, stderr io.Writer, env serveEnv) int {
 	model := fs.String("model", "", "default model `provider/name` for infer and agent tasks without one")
 	maxTasks := fs.Int("max-parallel-tasks", 0, "run at most `N` tasks of one run at once (0: unbounded)")
 	maxTools := fs.Int("max-parallel-tools", 0, "run at most `N` tool calls of one agent turn at once (1..1024; default 8)")
+	taskLabel := fs.Bool("metrics-task-label", false, "label the task metrics with the task id (high-cardinality)")
 	rest, code, ok := parseInterspersed(fs, args, stdout, stderr)
 	if !ok {
 		return code
@@ -127,10 +130,20 @@ func serveWith(args []string, stdout, stderr io.Writer, env serveEnv) int {
 		opts.ExecDepth, _ = strconv.Atoi(v)
 	}
 	opts.Check.Model, opts.Check.MCPServers = *model, mcpServers(stderr)
+	// The engine's MCP registry (D7): each run gets its own client over it.
+	if reg, err := nikamcp.Load(nikamcp.Path("", env.lookup)); err == nil {
+		opts.MCP, opts.Version = reg, version
+	}
 	providers := server.EnvProviders(env.lookup)
 	opts.Providers, opts.Unavailable = providers.Registry, providers.Unavailable
-	// TODO(issue 7, metrics): opts.Metrics = m.Handler(), opts.Live = m, and
-	// m.AddProvider for each of providers.Fronts, once package metrics lands.
+	// One metrics registry for the process, fed by every run's live stream;
+	// it caps the workflow and model label values that come from submitted
+	// YAML (D35), and reads each provider's limiter at every scrape.
+	m := metrics.New(metrics.Options{Version: version, TaskLabel: *taskLabel})
+	for name, f := range providers.Fronts {
+		m.AddProvider(name, f)
+	}
+	opts.Metrics, opts.Live = m.Handler(), m
 
 	srv, err := server.New(opts)
 	if err != nil {

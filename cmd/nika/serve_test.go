@@ -302,7 +302,7 @@ func TestServeEndpoints(t *testing.T) {
 }
 
 // D35: under the default ceiling {} a submitted exec is refused with
-// NIKA-SEC-004, and DELETE cancels a running run.
+// NIKA-SEC-004; the run is counted in /metrics.
 func TestServeExecRefusedUnderDefaultCeiling(t *testing.T) {
 	s := startServe(t, t.TempDir())
 	id := s.submit("nika: v1\nworkflow: e\ntasks:\n  - id: run\n    exec: { command: [\"echo\", \"hi\"] }\n")
@@ -312,6 +312,11 @@ func TestServeExecRefusedUnderDefaultCeiling(t *testing.T) {
 	e, _ := run["error"].(map[string]any)
 	if state != "failure" || e["code"] != "NIKA-SEC-004" {
 		t.Errorf("exec under {}: %s %v, want failure with NIKA-SEC-004", state, rep)
+	}
+	// The run reached the process's metrics through its live stream.
+	code, metrics := s.do("GET", "/metrics", "")
+	if want := `nika_workflow_runs_total{state="failure",workflow="e"} 1`; code != http.StatusOK || !strings.Contains(metrics, want) {
+		t.Errorf("/metrics: %d, want a line %q in:\n%s", code, want, metrics)
 	}
 	s.cmd.Process.Signal(syscall.SIGTERM)
 	if code := s.wait(); code != 0 {
