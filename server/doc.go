@@ -52,5 +52,11 @@
 //   - Label values: the server puts no label on anything itself; the live
 //     stream goes to the injected LiveSink, and capping the `workflow` and
 //     `model` label values that come from submitted YAML (first 100
-//     distinct, the rest `other`, D35) is the metrics package's job.
+//     distinct, the rest `other`, D35) is the metrics package's job
+//     (`nika serve` injects one metrics.Metrics for the whole process).
+//   - MCP: with Options.MCP, each run gets its own client over the
+//     registry, closed when the run ends (its servers' process groups are
+//     killed, D37). MCP tools still pass permits.tools, so under the
+//     default ceiling they are NIKA-SEC-004.
+//   - nika:prompt has no terminal in a server: it answers its `default`.
 package server
