@@ -820,3 +820,58 @@ func TestRunsGetTheMCPRegistry(t *testing.T) {
 		})
 	}
 }
+
+// A follower that goes away ends its handler at once, while the run it
+// followed is still held.
+func TestEventsEndWhenTheClientGoes(t *testing.T) {
+	g := newGate()
+	s, err := New(Options{Verbs: g.verbs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	inner := s.Handler()
+	ended := make(chan string, 4)
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		inner.ServeHTTP(w, r)
+		if strings.HasSuffix(r.URL.Path, "/events") {
+			ended <- r.URL.Path
+		}
+	}))
+	t.Cleanup(ts.Close)
+	t.Cleanup(func() { s.Close() })
+	c := &client{t: t, ts: ts}
+	id := c.submit(oneGatedYAML, nil)
+	<-g.entered
+	sc, done := c.stream(id)
+	if !sc.Scan() || decodeEvent(t, sc.Bytes()).Kind != "workflow_started" {
+		t.Fatalf("first event: %q %v", sc.Bytes(), sc.Err())
+	}
+	done()
+	<-ended // the handler returned although the run is held by the gate
+	if st := c.get(id); st.State != "running" {
+		t.Errorf("state %s, want running", st.State)
+	}
+	g.release <- struct{}{}
+	c.events(id)
+	<-ended
+}
+
+func TestNewRefusesBadOptions(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "f")
+	os.WriteFile(file, nil, 0o644)
+	for _, tc := range []struct {
+		name string
+		opts Options
+		err  string
+	}{
+		{"negative runs", Options{MaxRuns: -1}, "must not be negative"},
+		{"negative body", Options{MaxBodyBytes: -1}, "must not be negative"},
+		{"missing workflows root", Options{Workflows: filepath.Join(t.TempDir(), "nope")}, "not a readable directory"},
+		{"workflows root is a file", Options{Workflows: file}, "not a readable directory"},
+		{"trace dir under a file", Options{TraceDir: filepath.Join(file, "traces")}, "trace directory"},
+	} {
+		if _, err := New(tc.opts); err == nil || !strings.Contains(err.Error(), tc.err) {
+			t.Errorf("%s: %v, want %q", tc.name, err, tc.err)
+		}
+	}
+}
