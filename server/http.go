@@ -156,7 +156,6 @@ func (s *Server) handleSubmit(w http.ResponseWriter, req *http.Request) {
 		writeError(w, http.StatusServiceUnavailable, "the server is shutting down; submit the run elsewhere or later")
 		return
 	}
-	s.logf("run %s (workflow %s) accepted", r.id, wf.Name)
 	w.Header().Set("Location", "/v1/runs/"+r.id)
 	writeJSON(w, http.StatusAccepted, map[string]any{"run_id": r.id})
 }

@@ -107,7 +107,7 @@ func (s *Server) prepare(w *workflow.Workflow, supplied map[string]string) prepa
 	return prepared{w: w, inputs: planner.Inputs{Vars: vars, Env: env, Secrets: secrets}, mask: mask}
 }
 
-// errQueueFull and errDraining are the admission refusals.
+// admission is the verdict on a prepared run.
 type admission int
 
 const (
@@ -130,11 +130,13 @@ func (s *Server) admit(p prepared) (*run, admission) {
 		return nil, draining
 	case s.running < s.opts.MaxRuns:
 		s.runs[r.id] = r
+		s.logf("run %s (workflow %s) accepted", r.id, r.w.Name) // before its start line
 		s.startLocked(r)
 	case len(s.queue) < s.opts.QueueSize:
 		s.runs[r.id] = r
 		r.state = stateQueued
 		s.queue = append(s.queue, r)
+		s.logf("run %s (workflow %s) accepted and queued (%d waiting)", r.id, r.w.Name, len(s.queue))
 	default:
 		r.cancel()
 		return nil, queueFull
