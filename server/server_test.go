@@ -69,6 +69,8 @@ tasks:
 type gate struct {
 	entered chan string // workflow/task of each job that started
 	release chan struct{}
+	// named, when it has the job's workflow, also releases that workflow's jobs.
+	named map[string]chan struct{}
 }
 
 func newGate() *gate {
@@ -79,6 +81,8 @@ func (g *gate) Run(ctx context.Context, job workflow.Job) workflow.Outcome {
 	g.entered <- job.Workflow + "/" + job.Task.ID
 	select {
 	case <-g.release:
+		return workflow.Outcome{Output: "released " + job.Task.ID}
+	case <-g.named[job.Workflow]: // a nil channel when absent: never
 		return workflow.Outcome{Output: "released " + job.Task.ID}
 	case <-ctx.Done():
 		return workflow.Failed(spec.NewError("NIKA-CANCEL-001", "cancelled", nil))
@@ -600,8 +604,9 @@ func TestQueueFullIs429(t *testing.T) {
 // drain until the deadline and are cancelled after it.
 func TestShutdownDrainsThenCancels(t *testing.T) {
 	g := newGate()
+	g.named = map[string]chan struct{}{"drained": make(chan struct{}, 1)}
 	s, c := start(t, Options{Verbs: g.verbs, MaxRuns: 2, QueueSize: 1})
-	a := c.submit(oneGatedYAML, nil)
+	a := c.submit(strings.Replace(oneGatedYAML, "workflow: one", "workflow: drained", 1), nil)
 	b := c.submit(oneGatedYAML, nil)
 	<-g.entered
 	<-g.entered
@@ -616,25 +621,19 @@ func TestShutdownDrainsThenCancels(t *testing.T) {
 	if code, _ := c.do("POST", "/v1/runs", body(oneGatedYAML, nil)); code != http.StatusServiceUnavailable {
 		t.Errorf("POST while draining = %d, want 503", code)
 	}
-	g.release <- struct{}{} // one running run drains
-	var drained string
-	for drained == "" {
-		for _, id := range []string{a, b} {
-			if c.get(id).State == "success" {
-				drained = id
-			}
-		}
+	g.named["drained"] <- struct{}{} // a drains during the shutdown
+	c.events(a)
+	if st := c.get(b); st.State != "running" {
+		t.Errorf("b before the deadline: %s, want running", st.State)
 	}
-	deadline() // the other one is cancelled
+	deadline() // b is cancelled
 	if err := <-shut; !errors.Is(err, context.Canceled) || !strings.Contains(err.Error(), "1 runs cancelled") {
 		t.Errorf("Shutdown = %v, want 1 run cancelled at the deadline", err)
 	}
-	states := map[string]int{}
-	for _, id := range []string{a, b, q} {
-		states[c.get(id).State]++
-	}
-	if states["success"] != 1 || states["cancelled"] != 2 {
-		t.Errorf("states = %v, want one success and two cancelled", states)
+	for id, want := range map[string]string{a: "success", b: "cancelled", q: "cancelled"} {
+		if st := c.get(id); st.State != want {
+			t.Errorf("%s: %s, want %s", id, st.State, want)
+		}
 	}
 }
 
