@@ -416,3 +416,31 @@ func TestServeLoad200(t *testing.T) {
 		t.Errorf("exit %d, want 0", code)
 	}
 }
+
+func TestServeFlagErrors(t *testing.T) {
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "bad.yaml"), []byte("exec: 3\n"), 0o644)
+	for _, tc := range []struct {
+		args []string
+		code int
+		err  string
+	}{
+		{[]string{"serve", "--max-runs", "0"}, 2, "--max-runs must be ≥ 1"},
+		{[]string{"serve", "--queue", "-1"}, 2, "--queue must be ≥ 0"},
+		{[]string{"serve", "--max-parallel-tools", "2000"}, 2, "--max-parallel-tools"},
+		{[]string{"serve", "file.nika.yaml"}, 2, "takes no file arguments"},
+		{[]string{"serve", "--permits", "missing.yaml"}, 3, "cannot read the permits file"},
+		{[]string{"serve", "--permits", "bad.yaml"}, 2, "exec must be"},
+		{[]string{"serve", "--workflows", "nope"}, 3, "not a readable directory"},
+		{[]string{"serve", "--model", "nomodel"}, 2, "--model"},
+	} {
+		r := runBinary(t, dir, tc.args...)
+		if r.code != tc.code || !strings.Contains(r.stderr, tc.err) {
+			t.Errorf("%v: exit %d %q, want %d with %q", tc.args, r.code, r.stderr, tc.code, tc.err)
+		}
+	}
+	r := runBinary(t, dir, "serve", "-h")
+	if r.code != 0 || !strings.Contains(r.stdout, "Usage: nika serve") || !strings.Contains(r.stdout, "--shutdown-timeout DUR") {
+		t.Errorf("serve -h: exit %d %q", r.code, r.stdout)
+	}
+}
