@@ -79,6 +79,7 @@ func runWith(args []string, stdout, stderr io.Writer, env runEnv) int {
 	noProgress := fs.Bool("no-progress", false, "print a plain line log instead of the live view")
 	quiet := fs.Bool("quiet", false, "print nothing on stderr but errors")
 	yes := fs.Bool("yes", false, "confirm every nika:prompt")
+	mflags := addMetricsFlags(fs)
 	files, code, ok := parseInterspersed(fs, args, stdout, stderr)
 	if !ok {
 		return code
@@ -149,6 +150,11 @@ func runWith(args []string, stdout, stderr io.Writer, env runEnv) int {
 		fmt.Fprintf(stderr, "nika run: %s\n", mask(msg))
 		return exitEnv
 	}
+	mrun, code, ok := mflags.start(w, providers, *quiet, stderr)
+	if !ok {
+		return code
+	}
+	defer mrun.finish(env.signals, stderr) // push and linger once the outputs are out
 	envValues := map[string]any{}
 	for _, e := range w.Env {
 		envValues[e.Name] = e.Value
@@ -193,6 +199,8 @@ func runWith(args []string, stdout, stderr io.Writer, env runEnv) int {
 		}
 		sinks = append(sinks, ls)
 	}
+
+	live = mrun.sink(live)
 
 	// 3. Execute.
 	builtins := tools.NewBuiltins()

@@ -1,0 +1,213 @@
+package main
+
+import (
+	"bufio"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// metered runs three infer jobs on the offline mock model.
+const metered = `nika: v1
+workflow: metered
+model: mock/echo
+tasks:
+  - id: greet
+    infer: { prompt: "hello" }
+  - id: each
+    for_each: [1, 2]
+    infer: { prompt: "item ${{ item }}" }
+outputs:
+  greeting: ${{ tasks.greet.output }}
+`
+
+func meteredDir(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "metered.nika.yaml"), metered)
+	return dir
+}
+
+func scrape(url string) (string, error) {
+	resp, err := http.Get(url)
+	if err != nil {
+		return "", err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	return string(b), err
+}
+
+// `nika run --metrics-addr 127.0.0.1:0 --metrics-linger`: stderr names the address, /metrics serves
+// the finished run's metrics during the linger, an interrupt ends the linger with the run's exit code,
+// and the server is gone afterwards.
+func TestRunMetricsServeAndLinger(t *testing.T) {
+	cmd := exec.Command(nikaBin, "run", "metered.nika.yaml", "--no-trace", "--metrics-addr", "127.0.0.1:0", "--metrics-linger", "10m")
+	cmd.Dir, cmd.Env = meteredDir(t), testEnv
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan struct{}) // closed once cmd.Wait returned waitErr
+	var waitErr error
+	defer func() {
+		cmd.Process.Kill() // a no-op once it exited
+		<-exited
+	}()
+	// stderr: the address line, then the linger line once the run is over.
+	addrRe := regexp.MustCompile(`^nika run: serving metrics at (http://127\.0\.0\.1:\d+/metrics)$`)
+	urls := make(chan string, 1)
+	var errMu sync.Mutex
+	var errLines []string
+	go func() {
+		sc := bufio.NewScanner(stderr)
+		for sc.Scan() {
+			errMu.Lock()
+			errLines = append(errLines, sc.Text())
+			errMu.Unlock()
+			if m := addrRe.FindStringSubmatch(sc.Text()); m != nil {
+				urls <- m[1]
+			}
+		}
+		close(urls)
+		waitErr = cmd.Wait() // after both pipes are drained
+		close(exited)
+	}()
+	// stdout gets the outputs when the run is over: from then on the metrics are final.
+	out, err := bufio.NewReader(stdout).ReadString('\n')
+	if err != nil || out != `{"greeting":"hello"}`+"\n" {
+		t.Fatalf("stdout %q (%v)", out, err)
+	}
+	url, ok := <-urls
+	if !ok {
+		t.Fatalf("no stderr line names the metrics address: %q", errLines)
+	}
+	body, err := scrape(url)
+	if err != nil {
+		t.Fatalf("scraping %s during the linger: %v", url, err)
+	}
+	for _, want := range []string{
+		`nika_workflow_runs_total{state="success",workflow="metered"} 1`,
+		`nika_workflow_runs_in_flight 0`,
+		`nika_task_runs_total{status="success",verb="infer",workflow="metered"} 3`,
+		`nika_task_duration_seconds_count{verb="infer"} 3`,
+		`nika_llm_requests_total{model="mock/echo",outcome="ok",provider="mock"} 3`,
+		`nika_build_info{go_version="go`,
+		`process_start_time_seconds `,
+	} {
+		if !strings.Contains(body, want) {
+			t.Errorf("/metrics lacks %q:\n%s", want, body)
+		}
+	}
+	if strings.Contains(body, `task="`) {
+		t.Error("a task label without --metrics-task-label")
+	}
+	if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-exited:
+		if waitErr != nil {
+			t.Errorf("after the interrupted linger: %v, want exit 0 (the run's outcome)", waitErr)
+		}
+	case <-time.After(30 * time.Second): // a guard against a hang, not a timing assertion
+		t.Fatal("an interrupt did not end the linger")
+	}
+	errMu.Lock()
+	joined := strings.Join(errLines, "\n")
+	errMu.Unlock()
+	if !strings.Contains(joined, "the run is over; serving metrics at "+url+" for 10m0s more") {
+		t.Errorf("stderr lacks the linger line:\n%s", joined)
+	}
+	if _, err := scrape(url); err == nil {
+		t.Errorf("%s still answers after nika exited", url)
+	}
+}
+
+// `nika run --pushgateway URL`: one PUT of the run's metrics to /metrics/job/nika/workflow/<name>,
+// the workflow label moved into the grouping key; a failing Pushgateway is reported and leaves the
+// exit code alone.
+func TestRunMetricsPushgateway(t *testing.T) {
+	var mu sync.Mutex
+	var pushes []string
+	var body string
+	gw := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		mu.Lock()
+		pushes = append(pushes, r.Method+" "+r.URL.EscapedPath())
+		body = string(b)
+		mu.Unlock()
+	}))
+	defer gw.Close()
+	dir := meteredDir(t)
+	r := runBinary(t, dir, "run", "metered.nika.yaml", "--no-trace", "--quiet", "--pushgateway", gw.URL, "--metrics-task-label")
+	if r.code != 0 || r.stdout != `{"greeting":"hello"}`+"\n" || r.stderr != "" {
+		t.Fatalf("exit %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(pushes) != 1 || pushes[0] != "PUT /metrics/job/nika/workflow/metered" {
+		t.Fatalf("pushes %q, want one PUT /metrics/job/nika/workflow/metered", pushes)
+	}
+	for _, want := range []string{
+		`nika_workflow_runs_total{state="success"} 1`,
+		`nika_task_runs_total{status="success",task="each",verb="infer"} 2`,
+		`nika_task_runs_total{status="success",task="greet",verb="infer"} 1`,
+		`nika_llm_tokens_total{kind="input",model="mock/echo",provider="mock"} `,
+		`# TYPE nika_workflow_run_duration_seconds histogram`,
+	} {
+		if !strings.Contains(body, want) {
+			t.Errorf("the pushed body lacks %q:\n%s", want, body)
+		}
+	}
+	if strings.Contains(body, "workflow=") {
+		t.Errorf("a pushed series keeps its workflow label (the Pushgateway refuses it):\n%s", body)
+	}
+
+	down := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Error(w, "pushgateway is sad", http.StatusInternalServerError)
+	}))
+	defer down.Close()
+	r = runBinary(t, dir, "run", "metered.nika.yaml", "--no-trace", "--quiet", "--pushgateway", down.URL)
+	if r.code != 0 || r.stdout != `{"greeting":"hello"}`+"\n" || !strings.Contains(r.stderr, "Pushgateway") || !strings.Contains(r.stderr, "500") {
+		t.Errorf("a failing Pushgateway: exit %d, stdout %q, stderr %q; want exit 0, the outputs, a line naming the 500", r.code, r.stdout, r.stderr)
+	}
+}
+
+func TestRunMetricsFlagErrors(t *testing.T) {
+	dir := meteredDir(t)
+	busy := httptest.NewServer(http.NotFoundHandler()) // an address already taken
+	defer busy.Close()
+	for _, tc := range []struct {
+		args []string
+		code int
+		err  string
+	}{
+		{[]string{"--metrics-linger", "5s"}, 2, "needs --metrics-addr"},
+		{[]string{"--metrics-addr", "127.0.0.1:0", "--metrics-linger", "-1s"}, 2, "--metrics-linger must be ≥ 0"},
+		{[]string{"--metrics-linger", "soon"}, 2, "invalid value"},
+		{[]string{"--pushgateway", "localhost:9091"}, 2, "base URL"},
+		{[]string{"--pushgateway", "ftp://gw"}, 2, "base URL"},
+		{[]string{"--metrics-addr", strings.TrimPrefix(busy.URL, "http://")}, 3, "cannot serve metrics on"},
+	} {
+		r := runBinary(t, dir, append([]string{"run", "metered.nika.yaml", "--no-trace"}, tc.args...)...)
+		if r.code != tc.code || r.stdout != "" || !strings.Contains(r.stderr, tc.err) {
+			t.Errorf("%v: exit %d stdout %q stderr %q; want exit %d, no stdout, %q", tc.args, r.code, r.stdout, r.stderr, tc.code, tc.err)
+		}
+	}
+}
