@@ -24,6 +24,10 @@ type progress struct {
 	done    int
 	failed  int
 	drawn   bool
+	// prompting: a nika:prompt question owns the line from its first write until its answer
+	// is read; nothing is drawn and log lines wait in held.
+	prompting bool
+	held      []string
 }
 
 func newProgress(w io.Writer, now func() time.Time) *progress {
@@ -55,6 +59,10 @@ func (p *progress) Observe(l event.Live) {
 func (p *progress) Println(line string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if p.prompting {
+		p.held = append(p.held, line)
+		return
+	}
 	p.clear()
 	fmt.Fprintln(p.w, line)
 	p.draw()
@@ -89,6 +97,9 @@ func (p *progress) clear() {
 }
 
 func (p *progress) draw() {
+	if p.prompting {
+		return
+	}
 	p.clear()
 	fmt.Fprintf(p.w, "%d running · %d done · %d failed · %s", len(p.running), p.done, p.failed,
 		p.now().Sub(p.start).Round(100*time.Millisecond))
@@ -106,4 +117,40 @@ func isTerminal(w io.Writer) bool {
 	}
 	fi, err := f.Stat()
 	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+}
+
+// promptOut is nika:prompt's output through the view: the first write of a question erases the
+// status line and stops redraws, so the question stays readable while the person answers.
+type promptOut struct{ p *progress }
+
+func (o promptOut) Write(b []byte) (int, error) {
+	o.p.mu.Lock()
+	defer o.p.mu.Unlock()
+	if !o.p.prompting {
+		o.p.clear()
+		o.p.prompting = true
+	}
+	return o.p.w.Write(b)
+}
+
+// promptIn is nika:prompt's input through the view: once an answer line is read, the log lines
+// held meanwhile are printed and the status line comes back.
+type promptIn struct {
+	p  *progress
+	in io.Reader
+}
+
+func (r promptIn) Read(b []byte) (int, error) {
+	n, err := r.in.Read(b)
+	r.p.mu.Lock()
+	defer r.p.mu.Unlock()
+	if r.p.prompting {
+		r.p.prompting = false
+		for _, l := range r.p.held {
+			fmt.Fprintln(r.p.w, l)
+		}
+		r.p.held = nil
+		r.p.draw()
+	}
+	return n, err
 }

@@ -45,3 +45,26 @@ func TestProgressView(t *testing.T) {
 		t.Error("a buffer is not a terminal")
 	}
 }
+
+// A nika:prompt question owns the status line: its first write erases the line, nothing is
+// redrawn and log lines wait until the answer is read; then they print and the line comes back.
+func TestProgressGivesTheLineToAPrompt(t *testing.T) {
+	var buf bytes.Buffer
+	clock := time.Unix(0, 0)
+	p := newProgress(&buf, func() time.Time { return clock })
+	p.Observe(event.Live{Kind: event.LiveTaskStarted, Task: "a"})
+	out, in := promptOut{p}, promptIn{p, strings.NewReader("y\n")}
+	out.Write([]byte("Deploy? [y/N] "))
+	p.Observe(event.Live{Kind: event.LiveTaskStarted, Task: "b"}) // not drawn over the question
+	p.Println("✓ c")                                              // held
+	b := make([]byte, 8)
+	if n, _ := in.Read(b); string(b[:n]) != "y\n" {
+		t.Fatalf("read %q", b[:n])
+	}
+	want := "1 running · 0 done · 0 failed · 0s" +
+		"\r\033[KDeploy? [y/N] " +
+		"✓ c\n2 running · 0 done · 0 failed · 0s"
+	if got := buf.String(); got != want {
+		t.Errorf("got  %q\nwant %q", got, want)
+	}
+}
