@@ -529,3 +529,18 @@ func TestPush(t *testing.T) {
 		t.Errorf("a refused push: err = %v, want one naming the 400", err)
 	}
 }
+
+// BenchmarkObserve measures one live observation of each common kind, from parallel goroutines as
+// the planner and the agents deliver them.
+func BenchmarkObserve(b *testing.B) {
+	m := New(Options{})
+	ls := deploy()
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		i := 0
+		for pb.Next() {
+			m.Observe(ls[i%len(ls)])
+			i++
+		}
+	})
+}
