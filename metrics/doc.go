@@ -63,7 +63,9 @@
 // the failure (the verbs give the NIKA code today, D19 names the D27 reason; either is a small set,
 // capped anyway); a nudge with no Reason takes its Outcome (the agent fills Outcome with the reason);
 // batch_dispatched counts toward nika_tool_batch_size only when Verb is empty (the planner's D5 job
-// batches carry their verb).
+// batches carry their verb); a request counts as rate limited when RateLimited is set or its Outcome
+// is "rate_limited" (the agent loop does not set RateLimited yet); Push returns a plain wrapped error,
+// not a *spec.Error, because a push is no part of a workflow run and has no NIKA code.
 //
 // # Exposition
 //
