@@ -88,6 +88,18 @@ func ReasonOf(e *spec.Error) string {
 	return r
 }
 
+// OutcomeOf names how a request ended on the live stream (D19): "ok" without an error, the D27
+// reason of a NIKA-INFER-001 (rate_limited, server_error, …), else the error's code.
+func OutcomeOf(e *spec.Error) string {
+	switch {
+	case e == nil:
+		return "ok"
+	case ReasonOf(e) != "":
+		return ReasonOf(e)
+	}
+	return e.Code
+}
+
 // SplitModel splits a model id at its first "/" (LANGUAGE.md §6.1). ok is false when either part is
 // empty or the name contains white space.
 func SplitModel(model string) (provider, name string, ok bool) {

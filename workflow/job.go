@@ -51,6 +51,7 @@ type LiveNote struct {
 	Tool         string
 	Outcome      string // ok, or the error code
 	Code         string
+	Reason       string // agent_nudge, agent_stalled: the guard's reason
 	IsError      bool
 	RateLimited  bool
 	InputTokens  int

@@ -438,7 +438,8 @@ func (r *run) ask(ctx context.Context, req provider.Request) (*provider.Response
 		grp, _, _ := provider.SplitModel(req.Model)
 		n := workflow.LiveNote{Kind: "provider_request", Provider: grp, Model: req.Model, Outcome: "ok", Elapsed: time.Since(start)}
 		if o.Err != nil {
-			n.Outcome, n.Code, n.IsError = o.Err.Code, o.Err.Code, true
+			n.Outcome, n.Code, n.IsError = provider.OutcomeOf(o.Err), o.Err.Code, true
+			n.RateLimited = provider.ReasonOf(o.Err) == provider.ReasonRateLimited
 		} else if o.Response != nil {
 			n.InputTokens, n.OutputTokens = o.Response.Usage.InputTokens, o.Response.Usage.OutputTokens
 		}

@@ -197,13 +197,13 @@ func (r *run) dispatch(ctx context.Context, t int, uses []provider.Block) *spec.
 	case guard.Nudge:
 		if ev, ok := v.NudgeEvent(t); ok {
 			r.emitBoth(event.AgentNudge, EventNudged, t, map[string]any{"turn": ev.Turn, "reason": string(ev.Reason), "period": ev.Period})
-			r.live(workflow.LiveNote{Kind: event.LiveAgentNudge, Code: string(ev.Reason), Outcome: string(ev.Reason)})
+			r.live(workflow.LiveNote{Kind: event.LiveAgentNudge, Code: string(ev.Reason), Outcome: string(ev.Reason), Reason: string(ev.Reason)})
 		}
 		user.Blocks = append(user.Blocks, provider.TextBlock(v.Text))
 	case guard.Stalled:
 		if ev, ok := v.StalledEvent(t); ok {
 			r.emitBoth(event.AgentStalled, EventStalled, t, map[string]any{"turn": ev.Turn, "period": ev.Period, "repeats": ev.Repeats})
-			r.live(workflow.LiveNote{Kind: event.LiveAgentStalled, Code: CodeStalled, Outcome: string(guard.ReasonRepeatedActions), IsError: true})
+			r.live(workflow.LiveNote{Kind: event.LiveAgentStalled, Code: CodeStalled, Outcome: string(guard.ReasonRepeatedActions), Reason: string(guard.ReasonRepeatedActions), IsError: true})
 		}
 		d := v.StallDetails()
 		return spec.NewError(CodeStalled, v.StallMessage(), map[string]any{"period": d.Period, "repeats": d.Repeats, "partial_output": r.lastText})

@@ -223,7 +223,7 @@ func round(ctx context.Context, pending []*call) {
 			}
 			n := workflow.LiveNote{Kind: "provider_request", Provider: c.group, Model: c.req.Model, Outcome: "ok", Elapsed: elapsed}
 			if o := answers[i][j]; o.Err != nil {
-				n.Outcome, n.Code, n.IsError = o.Err.Code, o.Err.Code, true
+				n.Outcome, n.Code, n.IsError = provider.OutcomeOf(o.Err), o.Err.Code, true
 				n.RateLimited = provider.ReasonOf(o.Err) == provider.ReasonRateLimited
 			} else if o.Response != nil {
 				n.InputTokens, n.OutputTokens = o.Response.Usage.InputTokens, o.Response.Usage.OutputTokens

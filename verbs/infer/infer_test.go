@@ -480,3 +480,17 @@ func TestLiveProviderRequest(t *testing.T) {
 }
 
 func nan() float64 { return math.NaN() }
+
+// A failed request reaches the live stream with its D27 reason as the outcome (D19), so metrics
+// label it rate_limited, server_error, … rather than by its NIKA code.
+func TestLiveProviderRequestFailureReason(t *testing.T) {
+	var notes []workflow.LiveNote
+	s := providertest.NewScripted(providertest.Fail(provider.ReasonRateLimited))
+	j := job(scriptedModel, map[string]any{"prompt": "p"})
+	j.Live = func(n workflow.LiveNote) { notes = append(notes, n) }
+	(&Verb{Providers: registry(map[string]provider.Provider{"openai": s})}).Run(context.Background(), j)
+	if len(notes) != 1 || notes[0].Outcome != provider.ReasonRateLimited || !notes[0].RateLimited ||
+		notes[0].Code != "NIKA-INFER-001" || !notes[0].IsError {
+		t.Errorf("notes = %+v", notes)
+	}
+}

@@ -63,9 +63,9 @@ func (v *Verb) Run(ctx context.Context, job workflow.Job) (out workflow.Outcome)
 			out = workflow.Failed(spec.NewError(CodeFailed, fmt.Sprintf("%s panicked: %v", name, r), map[string]any{"tool": name}))
 		}
 		if job.Live != nil {
-			n := workflow.LiveNote{Kind: "tool_call_finished", Tool: name, IsError: out.Err != nil, Elapsed: time.Since(start)}
+			n := workflow.LiveNote{Kind: "tool_call_finished", Tool: name, Outcome: "ok", IsError: out.Err != nil, Elapsed: time.Since(start)}
 			if out.Err != nil {
-				n.Code = out.Err.Code
+				n.Code, n.Outcome = out.Err.Code, out.Err.Code
 			}
 			job.Live(n)
 		}
