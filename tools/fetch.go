@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"mime"
 	"net/http"
 	"net/url"
@@ -102,6 +103,9 @@ func runFetch(ctx context.Context, in *invocation) (any, error) {
 	maxBytes := int64(fetchDefaultMaxBytes)
 	if v, ok := in.args["max_bytes"]; ok {
 		n, ok := v.(int)
+		if f, isFloat := v.(float64); isFloat && f == math.Trunc(f) && f >= 1 && f <= 1<<53 {
+			n, ok = int(f), true // the schema admits an integral float as an integer
+		}
 		if !ok || n < 1 {
 			return nil, in.typeError("max_bytes", "an integer ≥ 1", v)
 		}

@@ -493,3 +493,18 @@ func TestFetchMarkdownProperties(t *testing.T) {
 		t.Error("a relative link survived")
 	}
 }
+
+// The schema admits an integral float as an integer (an expression may compute 100.0), so the
+// runtime must take it as that integer, as nika:edit's count does.
+func TestFetchMaxBytesIntegralFloat(t *testing.T) {
+	srv := fixtureServer(t)
+	body := strings.Repeat("x", 100)
+	u := srv.URL + "/raw?ct=text/plain&body=" + body
+	if out, err := fetchLocal(t, map[string]any{"url": u, "max_bytes": 100.0}); err != nil || out != body {
+		t.Fatalf("max_bytes 100.0: %v, %v", out, err)
+	}
+	_, err := fetchLocal(t, map[string]any{"url": u, "max_bytes": 99.0})
+	if se := spErr(t, err); se.Code != codeFetchBody {
+		t.Fatalf("max_bytes 99.0: %v, want FETCH-003", err)
+	}
+}
