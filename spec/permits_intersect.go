@@ -159,6 +159,12 @@ func fsCovers(outer, inner string) bool {
 	if n == 0 || osegs[n-1] != "**" || len(isegs) < n-1 {
 		return false
 	}
+	// A cleaned glob has its `..` segments first, and the runtime anchors
+	// them above the anchor: one beyond outer's literal prefix climbs out
+	// of outer's tree (`**` does not cover `../x`).
+	if len(isegs) > n-1 && isegs[n-1] == ".." {
+		return false
+	}
 	for i, seg := range osegs[:n-1] {
 		if strings.ContainsAny(seg, `*?[\`) || seg != isegs[i] {
 			return false

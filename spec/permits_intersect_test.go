@@ -114,3 +114,29 @@ func TestIntersectToolsIsSound(t *testing.T) {
 		t.Errorf("nika:* ∩ nika:* = %q denies nika:read", got)
 	}
 }
+
+// A relative (or ~) glob whose leading `..` climbs out of the anchor is
+// not under the ceiling's `**`: the runtime anchors `../**` at the parent
+// of the run directory (tools/permits.go), so keeping it would hand a
+// submitted workflow the whole parent tree under a ceiling of the run
+// directory only.
+func TestIntersectPermitsFSDotDotEscapes(t *testing.T) {
+	for _, tc := range []struct{ ceiling, own string }{
+		{"**", "../**"},
+		{"**", "../etc/passwd"},
+		{"./**", "x/../../etc/passwd"},
+		{"~/**", "~/../other/**"},
+		{"../**", "../../**"},
+		{"data/**", "data/../../x"},
+	} {
+		got := IntersectPermits(&Permits{FSRead: []string{tc.ceiling}, FSWrite: []string{tc.ceiling}},
+			&Permits{FSRead: []string{tc.own}, FSWrite: []string{tc.own}})
+		if len(got.FSRead) != 0 || len(got.FSWrite) != 0 {
+			t.Errorf("%q ∩ %q = read %q write %q, want nothing: the glob leaves the ceiling's tree", tc.ceiling, tc.own, got.FSRead, got.FSWrite)
+		}
+	}
+	// Not vacuous: `..` the ceiling itself climbs is covered.
+	if got := IntersectPermits(&Permits{FSRead: []string{"../shared/**"}}, &Permits{FSRead: []string{"../shared/x/*.csv"}}); len(got.FSRead) != 1 {
+		t.Errorf("../shared/** ∩ ../shared/x/*.csv = %q, want the narrower glob", got.FSRead)
+	}
+}
