@@ -105,6 +105,9 @@ func serveWith(args []string, stdout, stderr io.Writer, env serveEnv) int {
 		AuthToken: *token, SecretEnv: secretEnv, Env: env.lookup, Workflows: *workflows, TraceDir: *traceDir,
 		MaxParallelTasks: *maxTasks, Logger: stderr,
 	}
+	if *queue == 0 {
+		opts.QueueSize = -1 // Options reads 0 as its default; --queue 0 is no queue
+	}
 	if *permitsPath != "" {
 		src, err := os.ReadFile(*permitsPath)
 		if err != nil {

@@ -552,3 +552,28 @@ func TestServePrometheusScrapes(t *testing.T) {
 		time.Sleep(200 * time.Millisecond) // polling an outside server, as the issue asks
 	}
 }
+
+// --queue 0 means no waiting room: with the only slot taken, the next
+// submission is 429 at once (server.Options reads QueueSize 0 as its
+// default, so the flag must not pass 0 through).
+func TestServeQueueZeroRefusesBeyondTheRunning(t *testing.T) {
+	dir := t.TempDir()
+	s := startServe(t, dir, "--permits", writePermits(t, dir, "exec: [cat]\n"), "--max-runs", "1", "--queue", "0")
+	fa := mkfifo(t, dir, "a")
+	a := s.submit(catYAML("a", fa))
+	code, body := s.do("POST", "/v1/runs", submitBody(catYAML("b", fa)))
+	if code != http.StatusTooManyRequests {
+		t.Errorf("second run with --queue 0: %d %s, want 429", code, body)
+	}
+	release(t, fa)
+	if state, rep := s.finish(a); state != "success" {
+		t.Errorf("run %s: %s %v", a, state, rep)
+	}
+	if code == http.StatusAccepted { // let the queued run end too
+		release(t, fa)
+	}
+	s.cmd.Process.Signal(syscall.SIGTERM)
+	if code := s.wait(); code != 0 {
+		t.Errorf("exit %d, want 0\n%s", code, s.stderr())
+	}
+}
