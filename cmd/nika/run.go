@@ -22,6 +22,7 @@ import (
 	"github.com/nikahq/nika/spec"
 	"github.com/nikahq/nika/spec/canon"
 	"github.com/nikahq/nika/tools"
+	nikamcp "github.com/nikahq/nika/tools/mcp"
 	"github.com/nikahq/nika/verbs/agent"
 	"github.com/nikahq/nika/verbs/exec"
 	"github.com/nikahq/nika/verbs/infer"
@@ -212,11 +213,20 @@ func runWith(args []string, stdout, stderr io.Writer, env runEnv) int {
 			builtins.Terminal.In, builtins.Terminal.Out = os.Stdin, stderr
 		}
 	}
+	// The run's MCP client (D7, D37): a server starts on its first use, and every server is
+	// shut down, process group and all, when this function returns. An interrupt only cancels
+	// the run's context, so that holds for an interrupted run too.
+	var mcpTools tools.Source
+	if reg, err := nikamcp.Load(nikamcp.Path(runDir, env.lookup)); err == nil {
+		client := nikamcp.NewClient(reg, nikamcp.Options{RunDir: runDir, Getenv: env.lookup, Version: version})
+		defer client.Close()
+		mcpTools = client
+	}
 	verbs := map[string]planner.Verb{
 		"exec":   &exec.Verb{Depth: depth},
 		"infer":  &infer.Verb{Providers: providers},
-		"invoke": &invoke.Verb{Builtins: builtins},
-		"agent":  &agent.Verb{Providers: providers, Builtins: builtins, Config: agent.Config{MaxParallelTools: parallelTools}},
+		"invoke": &invoke.Verb{Builtins: builtins, Tools: mcpTools},
+		"agent":  &agent.Verb{Providers: providers, Builtins: builtins, Tools: mcpTools, Config: agent.Config{MaxParallelTools: parallelTools}},
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
