@@ -195,6 +195,8 @@ func grepFile(ctx context.Context, re *regexp.Regexp, name, shown string) ([]gre
 		line []byte // the current line, at most grepMaxLine bytes
 		raw  int    // its length as read, ending included
 		n    int
+		// chunks counts the buffers read within long lines.
+		chunks int
 	)
 	for {
 		chunk, err := r.ReadSlice('\n')
@@ -203,7 +205,12 @@ func grepFile(ctx context.Context, re *regexp.Regexp, name, shown string) ([]gre
 			line = append(line, chunk[:min(len(chunk), room)]...)
 		}
 		if errors.Is(err, bufio.ErrBufferFull) {
-			continue // a line longer than the buffer: keep reading it
+			// A line longer than the buffer: keep reading it, but an endless one must not
+			// outlive the context (checked every 16 buffers, 1 MiB).
+			if chunks++; chunks%16 == 0 && ctx.Err() != nil {
+				return nil, cancelError(ctx)
+			}
+			continue
 		}
 		if err != nil && !errors.Is(err, io.EOF) {
 			return nil, err

@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/nikahq/nika/spec"
 )
@@ -235,5 +236,31 @@ func TestGrepCancellation(t *testing.T) {
 	}
 	if _, err := NewBuiltins().Execute(ctx, Call{Name: "nika:grep", Args: map[string]any{"pattern": "x"}, RunDir: run}); codeOf(t, err) != "NIKA-CANCEL-001" {
 		t.Errorf("Execute with a done context: %v", err)
+	}
+}
+
+// A huge file with no line break (a sparse 1 TiB file whose first 8 KiB are text) is one
+// endless line: the search must still notice a cancelled context instead of reading it all.
+func TestGrepCancelledInsideALongLine(t *testing.T) {
+	run := t.TempDir()
+	p := filepath.Join(run, "huge.txt")
+	writeFile(t, p, []byte(strings.Repeat("a", 16<<10)))
+	if err := os.Truncate(p, 1<<40); err != nil {
+		t.Skipf("no sparse files here: %v", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() {
+		_, err := NewBuiltins().Execute(ctx, Call{Name: "nika:grep", Args: map[string]any{"pattern": "x", "path": "huge.txt"}, RunDir: run})
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if codeOf(t, err) != "NIKA-CANCEL-001" {
+			t.Errorf("grep of an endless line with a done context: %v, want NIKA-CANCEL-001", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("grep still reading an endless line 10 s after its context ended")
 	}
 }
