@@ -35,7 +35,13 @@
 //   - Authentication: with AuthToken set, every endpoint but /healthz and
 //     /readyz needs `Authorization: Bearer <token>` (compared in constant
 //     time over SHA-256 digests, so not even the length leaks); /metrics is
-//     protected too, since its labels name submitted workflows.
+//     protected too, since its labels name submitted workflows. Without
+//     AuthToken, loopback is trusted, so a browser on the same machine must
+//     not pass for a local client: every endpoint but the health checks
+//     answers only a Host that is loopback (127.0.0.1, [::1], localhost;
+//     DNS rebinding names the attacker's domain), and cross-origin
+//     POST/DELETE from a page are 403 (http.CrossOriginProtection, with
+//     or without a token).
 //   - Concurrency: at most MaxRuns runs execute at once; up to QueueSize
 //     more wait in FIFO order; beyond that POST is 429. A run cancelled
 //     while queued never starts: it is `cancelled` at once, its report has

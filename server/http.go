@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"net"
 	"net/http"
 	"os"
 	"strings"
@@ -49,17 +50,39 @@ func (s *Server) Handler() http.Handler {
 		}
 		io.WriteString(w, "ready\n")
 	})
+	// A browser on this machine is not a local client: cross-origin
+	// requests that change state (a page's form or no-cors fetch) are 403.
+	csrf := http.NewCrossOriginProtection()
 	if s.opts.AuthToken == "" {
-		return mux
+		// Trusting loopback (D35) means trusting the Host too: a page that
+		// reached 127.0.0.1 through DNS rebinding names its own domain.
+		return csrf.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.URL.Path != "/healthz" && r.URL.Path != "/readyz" && !loopbackHost(r.Host) {
+				writeError(w, http.StatusForbidden, "without --auth-token this server answers only requests addressed to a loopback host (127.0.0.1, [::1] or localhost)")
+				return
+			}
+			mux.ServeHTTP(w, r)
+		}))
 	}
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	return csrf.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path != "/healthz" && r.URL.Path != "/readyz" && !s.authorized(r) {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="nika"`)
 			writeError(w, http.StatusUnauthorized, "missing or wrong bearer token: send Authorization: Bearer <the server's --auth-token>")
 			return
 		}
 		mux.ServeHTTP(w, r)
-	})
+	}))
+}
+
+// loopbackHost reports whether a request's Host names a loopback address
+// (with or without a port).
+func loopbackHost(host string) bool {
+	if h, _, err := net.SplitHostPort(host); err == nil {
+		host = h
+	} else {
+		host = strings.TrimSuffix(strings.TrimPrefix(host, "["), "]")
+	}
+	return IsLoopback(net.JoinHostPort(host, "0"))
 }
 
 func digest(s string) [32]byte { return sha256.Sum256([]byte(s)) }
