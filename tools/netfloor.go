@@ -365,7 +365,7 @@ func exactAllowed(entries []string, host, port string, a netip.Addr) bool {
 		e := parseNetEntry(raw)
 		switch {
 		case e.cidr.IsValid():
-			if e.cidr.Contains(ua) || e.cidr.Contains(a.WithZone("")) {
+			if e.cidr.Contains(ua) || e.cidr.Contains(a.WithZone("")) || mappedCIDR(e.cidr) && e.cidr.Contains(netip.AddrFrom16(ua.As16())) {
 				return true
 			}
 			continue
@@ -380,6 +380,13 @@ func exactAllowed(entries []string, host, port string, a netip.Addr) bool {
 		}
 	}
 	return false
+}
+
+// mappedCIDR reports whether p is written in the IPv4-mapped form (within ::ffff:0:0/96): such
+// a CIDR contains the IPv4 addresses it maps. A wider IPv6 CIDR (::/0) does not lift the floor
+// for IPv4 addresses.
+func mappedCIDR(p netip.Prefix) bool {
+	return p.Addr().Is4In6() && p.Bits() >= 96
 }
 
 // redactURL renders u without its password, for messages and details.

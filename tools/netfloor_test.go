@@ -474,3 +474,27 @@ func TestFloorResolveFailures(t *testing.T) {
 		}
 	}
 }
+
+// A CIDR written in the IPv4-mapped form admits the IPv4 host at the gate; it must then also
+// allow that refused address at the floor, as it is the same address (§7.5: a CIDR containing
+// the address, IPv4-mapped forms included).
+func TestMappedCIDRPermitAllowsIPv4Address(t *testing.T) {
+	srv := newHitServer(t, nil)
+	for _, entry := range []string{"::ffff:127.0.0.0/104", "::ffff:127.0.0.1/128"} {
+		if _, err := fetchWith(t, nil, netPermits(entry), map[string]any{"url": srv.at("127.0.0.1", "/")}); err != nil {
+			t.Errorf("permits.net.http [%s]: %v, want the fetch to pass", entry, err)
+		}
+	}
+}
+
+// A wide IPv6 CIDR is not an IPv4-mapped one: ::/0 does not allow 127.0.0.1 at the floor.
+func TestWideIPv6CIDRDoesNotAllowIPv4Loopback(t *testing.T) {
+	srv := newHitServer(t, nil)
+	_, err := fetchWith(t, nil, netPermits("::/0"), map[string]any{"url": srv.at("127.0.0.1", "/")})
+	if se := spErr(t, err); se.Code != codeSSRF && se.Code != codePermits {
+		t.Fatalf("%v, want a refusal", err)
+	}
+	if srv.hits.Load() != 0 {
+		t.Fatal("the request reached the server")
+	}
+}
