@@ -48,8 +48,10 @@
 //     every task `cancelled` with a null error, and its event stream is
 //     empty. DELETE of a finished run is 409.
 //   - Retention: the last KeepRuns finished runs (default 1000) are kept in
-//     memory with their reports and event streams; older ones are forgotten
-//     (404). Running and queued runs are never evicted.
+//     memory with their reports and event streams, as long as together they
+//     hold at most KeepBytes (default 256 MiB; the newest finished run is
+//     kept whatever its size); older ones are forgotten (404). Running and
+//     queued runs are never evicted.
 //   - Shutdown: /readyz turns 503 and POST 503; queued runs are cancelled at
 //     once; running runs drain until the Shutdown context ends, then they
 //     are cancelled (their on_finally steps still run, bounded by their

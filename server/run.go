@@ -43,6 +43,7 @@ type run struct {
 
 	state  string
 	report []byte // canonical JSON of the D22 report, once finished
+	size   int64  // bytes of events and report, once finished
 
 	log eventLog
 }
@@ -215,10 +216,14 @@ func (s *Server) finishUnstarted(r *run) {
 }
 
 // retireLocked records r as finished and forgets the oldest finished runs
-// beyond KeepRuns. s.mu is held.
+// beyond KeepRuns or KeepBytes (r itself stays). s.mu is held, and r's
+// event log has its last line.
 func (s *Server) retireLocked(r *run) {
+	r.size = r.log.bytes() + int64(len(r.report))
+	s.retained += r.size
 	s.finished = append(s.finished, r.id)
-	for len(s.finished) > s.opts.KeepRuns {
+	for len(s.finished) > s.opts.KeepRuns || s.retained > s.opts.KeepBytes && len(s.finished) > 1 {
+		s.retained -= s.runs[s.finished[0]].size
 		delete(s.runs, s.finished[0])
 		s.finished[0] = ""
 		s.finished = s.finished[1:]
@@ -269,6 +274,7 @@ func finite(v any) any {
 type eventLog struct {
 	mu    sync.Mutex
 	lines [][]byte
+	size  int64 // bytes of lines
 	done  bool
 	wake  chan struct{} // closed and replaced at every change
 }
@@ -278,10 +284,17 @@ func (l *eventLog) Write(p []byte) (int, error) {
 	line := append([]byte(nil), p...)
 	l.mu.Lock()
 	l.lines = append(l.lines, line)
+	l.size += int64(len(line))
 	close(l.wake)
 	l.wake = make(chan struct{})
 	l.mu.Unlock()
 	return len(p), nil
+}
+
+func (l *eventLog) bytes() int64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.size
 }
 
 func (l *eventLog) close() {

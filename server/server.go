@@ -28,6 +28,7 @@ const (
 	DefaultQueueSize    = 64
 	DefaultMaxBodyBytes = 1 << 20
 	DefaultKeepRuns     = 1000
+	DefaultKeepBytes    = 256 << 20
 )
 
 // Options configure a Server. The zero value serves the mock provider only,
@@ -61,6 +62,10 @@ type Options struct {
 	QueueSize    int   // runs waiting beyond MaxRuns; 0: DefaultQueueSize, <0: none
 	MaxBodyBytes int64 // request body limit; 0: DefaultMaxBodyBytes
 	KeepRuns     int   // finished runs kept in memory; 0: DefaultKeepRuns
+	// KeepBytes bounds the events and reports finished runs keep in
+	// memory (the oldest are forgotten first; the newest is always kept);
+	// 0: DefaultKeepBytes.
+	KeepBytes int64
 
 	// AuthToken, when set, is the bearer token every endpoint but the
 	// health checks requires.
@@ -105,6 +110,7 @@ type Server struct {
 	runs     map[string]*run
 	queue    []*run   // FIFO of queued runs
 	finished []string // ids of finished runs, oldest first
+	retained int64    // bytes of events and reports the finished runs hold
 	running  int
 	draining bool
 	wg       sync.WaitGroup // one per executing run
@@ -112,8 +118,8 @@ type Server struct {
 
 // New validates opts and returns a Server.
 func New(opts Options) (*Server, error) {
-	if opts.MaxRuns < 0 || opts.MaxBodyBytes < 0 || opts.KeepRuns < 0 {
-		return nil, errors.New("server: MaxRuns, MaxBodyBytes and KeepRuns must not be negative")
+	if opts.MaxRuns < 0 || opts.MaxBodyBytes < 0 || opts.KeepRuns < 0 || opts.KeepBytes < 0 {
+		return nil, errors.New("server: MaxRuns, MaxBodyBytes, KeepRuns and KeepBytes must not be negative")
 	}
 	if opts.MaxRuns == 0 {
 		opts.MaxRuns = DefaultMaxRuns
@@ -129,6 +135,9 @@ func New(opts Options) (*Server, error) {
 	}
 	if opts.KeepRuns == 0 {
 		opts.KeepRuns = DefaultKeepRuns
+	}
+	if opts.KeepBytes == 0 {
+		opts.KeepBytes = DefaultKeepBytes
 	}
 	if opts.Env == nil {
 		opts.Env = os.LookupEnv

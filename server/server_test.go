@@ -865,6 +865,7 @@ func TestNewRefusesBadOptions(t *testing.T) {
 	}{
 		{"negative runs", Options{MaxRuns: -1}, "must not be negative"},
 		{"negative body", Options{MaxBodyBytes: -1}, "must not be negative"},
+		{"negative keep bytes", Options{KeepBytes: -1}, "must not be negative"},
 		{"missing workflows root", Options{Workflows: filepath.Join(t.TempDir(), "nope")}, "not a readable directory"},
 		{"workflows root is a file", Options{Workflows: file}, "not a readable directory"},
 		{"trace dir under a file", Options{TraceDir: filepath.Join(file, "traces")}, "trace directory"},
