@@ -44,7 +44,8 @@ import (
 //   - `exclude` patterns follow the same syntax and are anchored the same way (relative ones
 //     at the run directory, whatever the main pattern is); a file is left out when its path
 //     matches one, and a directory whose path matches one is not entered at all, so
-//     `exclude: [".git", "**/node_modules"]` prunes those trees.
+//     `exclude: [".git", "**/node_modules"]` prunes those trees; an excluded pattern root (or a
+//     directory above it) gives [].
 //   - Under permits, a file is listed only when its symlink-resolved path matches
 //     permits.fs.read. The root is "outside" — NIKA-SEC-004 — when no fs.read glob can match
 //     the root or anything below it (compared by their literal prefixes), so `**/*.go` under
@@ -101,6 +102,18 @@ func runGlob(ctx context.Context, in *invocation) (any, error) {
 			}
 		}
 		return false
+	}
+	// The root, or a directory above it, matching an exclude prunes the whole walk, as it
+	// would had the walk met it below a higher root.
+	for d := g.rootAbs; ; {
+		if excluded(d) {
+			return []any{}, nil
+		}
+		parent := filepath.Dir(d)
+		if parent == d {
+			break
+		}
+		d = parent
 	}
 	w := &treeWalk{
 		ctx:      ctx,

@@ -401,3 +401,27 @@ func FuzzGlobPattern(f *testing.F) {
 		}
 	})
 }
+
+// An excluded directory prunes its tree whatever the walk starts from: the root of the
+// pattern, or a directory above it, matching an exclude leaves its files out too, as
+// `**/*.go` with exclude `src` does.
+func TestGlobExcludeCoversTheRoot(t *testing.T) {
+	run := globTree(t)
+	for _, c := range []struct {
+		pattern string
+		exclude []any
+	}{
+		{"src/*.go", []any{"src"}},
+		{"src/sub/*.go", []any{"src"}},
+		{"src/**", []any{"**/sub", "src"}},
+		{"src/sub/**", []any{"*"}},
+	} {
+		out, err := exec(t, Call{Name: "nika:glob", Args: map[string]any{"pattern": c.pattern, "exclude": c.exclude}, RunDir: run})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := globStrings(t, out); len(got) != 0 {
+			t.Errorf("glob %q exclude %v = %q, want [] (the tree is excluded)", c.pattern, c.exclude, got)
+		}
+	}
+}
