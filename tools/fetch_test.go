@@ -136,6 +136,8 @@ func TestHTMLConverters(t *testing.T) {
 		{"relative link", `<a href="../x?y=1#z">X</a>`, "[X](https://example.com/x?y=1#z)", "X"},
 		{"link parens escaped", `<a href="/a (b)">t</a>`, "[t](https://example.com/a%20%28b%29)", "t"},
 		{"link brackets escaped", `<a href="/">[1]</a>`, `[\[1\]](https://example.com/)`, "[1]"},
+		{"link text backslash escaped", `<a href="/">C:\</a>`, `[C:\\](https://example.com/)`, `C:\`},
+		{"image alt backslash escaped", `<img src="/i.png" alt="a\">`, `![a\\](https://example.com/i.png)`, ""},
 		{"empty link dropped", `x <a href="/"> </a> y`, "x y", "x y"},
 		{"javascript link is text", `<a href="javascript:void(0)">go</a>`, "go", "go"},
 		{"nested lists", "<ul><li>a<ol><li>b</li><li>c</li></ol></li><li>d</li></ul>", "- a\n  1. b\n  2. c\n- d", "a\nb\nc\nd"},

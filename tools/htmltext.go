@@ -26,8 +26,8 @@ import (
 //     *emphasis* and `code` spans; links as [text](absolute-url), resolved against <base> or
 //     the final URL, for http, https and mailto only (others keep just their text; a link with
 //     no text is dropped); images as ![alt](absolute-url) when they have alt text and an
-//     http(s) source. Blocks are separated by one blank line. Text is not escaped, except `[`
-//     and `]` inside link text and `|` inside table cells.
+//     http(s) source. Blocks are separated by one blank line. Text is not escaped, except `[`,
+//     `]` and `\` inside link text and image alt text, and `|` inside table cells.
 //   - Metadata: property names (`og:…`, `twitter:…`, read from `property`, else `name`) are
 //     matched case-insensitively and their suffixes lower-cased; values are trimmed.
 //   - Text: each block on its own line(s); list items without markers; table cells separated by
@@ -534,7 +534,7 @@ func (w *inlineBuf) text(s string, escapeBrackets bool) {
 			continue
 		}
 		w.flushSpace()
-		if escapeBrackets && (r == '[' || r == ']') {
+		if escapeBrackets && (r == '[' || r == ']' || r == '\\') {
 			w.b.WriteByte('\\')
 		}
 		w.b.WriteRune(r)
@@ -722,7 +722,7 @@ func (c *converter) image(w *inlineBuf, n *html.Node) {
 	if u == nil || !isHTTP(u) {
 		return
 	}
-	alt = strings.NewReplacer("[", `\[`, "]", `\]`).Replace(alt)
+	alt = strings.NewReplacer(`\`, `\\`, "[", `\[`, "]", `\]`).Replace(alt)
 	w.raw("![" + alt + "](" + markdownURL(u) + ")")
 }
 
