@@ -1,6 +1,9 @@
 package server
 
 import (
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"testing"
@@ -28,5 +31,25 @@ func TestCeilingKeepsReadsInsideTheRunDirectory(t *testing.T) {
 	task := st.Report.Tasks["steal"]
 	if st.State != "failure" || task.Error == nil || task.Error.Code != "NIKA-SEC-004" {
 		t.Errorf("state %s, task %+v; want failure with NIKA-SEC-004 (the ceiling is the run directory)", st.State, task)
+	}
+}
+
+// A ceiling of every IPv6 address (`net.http: ["::/0"]`) does not let a
+// run past the SSRF floor to 127.0.0.1; a submitted workflow must not get
+// there by naming the loopback in its IPv4-mapped form, which the runtime
+// reads as 127.0.0.1.
+func TestCeilingKeepsTheSSRFFloorForMappedAddresses(t *testing.T) {
+	local := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		io.WriteString(w, "a loopback-only service")
+	}))
+	defer local.Close()
+	_, c := start(t, Options{Permits: &spec.Permits{NetHTTP: []string{"::/0"}, Tools: []string{"nika:fetch"}, ToolsSet: true}})
+	yaml := "nika: v1\nworkflow: ssrf\npermits:\n  net: { http: [\"::ffff:127.0.0.1\"] }\n  tools: [\"nika:fetch\"]\ntasks:\n  - id: get\n    invoke: { tool: \"nika:fetch\", args: { url: \"" + local.URL + "/\" } }\n"
+	id := c.submit(yaml, nil)
+	c.events(id)
+	st := c.get(id)
+	task := st.Report.Tasks["get"]
+	if st.State != "failure" || task.Error == nil || task.Error.Code != "NIKA-SEC-004" && task.Error.Code != "NIKA-SEC-005" {
+		t.Errorf("state %s, task %+v; want failure with NIKA-SEC-004 or -005 (the ceiling does not open the loopback)", st.State, task)
 	}
 }

@@ -205,11 +205,14 @@ func parseNet(e string) netEntry {
 	if p, err := netip.ParsePrefix(e); err == nil {
 		return netEntry{kind: 'c', prefix: p.Masked()}
 	}
+	// The runtime reads an address entry unmapped and without its zone
+	// (tools/netfloor.go): `::ffff:127.0.0.1` is 127.0.0.1, which an IPv6
+	// CIDR does not explicitly allow.
 	if a, err := netip.ParseAddr(e); err == nil {
-		return netEntry{kind: 'i', addr: a}
+		return netEntry{kind: 'i', addr: a.Unmap().WithZone("")}
 	}
 	if ap, err := netip.ParseAddrPort(e); err == nil {
-		return netEntry{kind: 'i', addr: ap.Addr(), port: itoa(int(ap.Port()))}
+		return netEntry{kind: 'i', addr: ap.Addr().Unmap().WithZone(""), port: itoa(int(ap.Port()))}
 	}
 	host, port := e, ""
 	if i := strings.LastIndexByte(e, ':'); i >= 0 {

@@ -2,6 +2,7 @@ package spec
 
 import (
 	"reflect"
+	"slices"
 	"testing"
 )
 
@@ -138,5 +139,30 @@ func TestIntersectPermitsFSDotDotEscapes(t *testing.T) {
 	// Not vacuous: `..` the ceiling itself climbs is covered.
 	if got := IntersectPermits(&Permits{FSRead: []string{"../shared/**"}}, &Permits{FSRead: []string{"../shared/x/*.csv"}}); len(got.FSRead) != 1 {
 		t.Errorf("../shared/** ∩ ../shared/x/*.csv = %q, want the narrower glob", got.FSRead)
+	}
+}
+
+// The runtime reads an IP entry unmapped (`::ffff:127.0.0.1` is 127.0.0.1,
+// tools/netfloor.go), so an IPv6 CIDR of the ceiling, which does not
+// explicitly allow the IPv4 loopback past the SSRF floor, must not cover
+// a mapped address: `::/0` ∩ `::ffff:127.0.0.1` kept the entry and let
+// the workflow reach 127.0.0.1.
+func TestIntersectPermitsNetMappedAddresses(t *testing.T) {
+	for _, tc := range []struct {
+		ceiling, own string
+		kept         bool
+	}{
+		{"::/0", "::ffff:127.0.0.1", false},
+		{"::/0", "[::ffff:127.0.0.1]:80", false},
+		{"::ffff:0:0/96", "::ffff:10.0.0.1", false},
+		{"::ffff:10.0.0.0/104", "::ffff:10.0.0.1", false},
+		{"127.0.0.0/8", "::ffff:127.0.0.1", true},
+		{"127.0.0.1", "::ffff:127.0.0.1", true},
+		{"fe80::/10", "fe80::1%eth0", true},
+	} {
+		got := IntersectPermits(&Permits{NetHTTP: []string{tc.ceiling}}, &Permits{NetHTTP: []string{tc.own}})
+		if kept := slices.Contains(got.NetHTTP, tc.own); kept != tc.kept {
+			t.Errorf("%q ∩ %q = %q, want %q kept: %v", tc.ceiling, tc.own, got.NetHTTP, tc.own, tc.kept)
+		}
 	}
 }
