@@ -144,6 +144,9 @@ func toolCovers(outer, inner string) bool {
 // fsCovers reports whether every path glob inner matches, outer matches
 // too (LANGUAGE.md §2.4 fs globs, both anchored the same way).
 func fsCovers(outer, inner string) bool {
+	if outer == "" || inner == "" {
+		return false // matches nothing at run time, though it cleans to "."
+	}
 	oa, osegs := fsSplit(outer)
 	ia, isegs := fsSplit(inner)
 	if oa == "/" && len(osegs) == 1 && osegs[0] == "**" {

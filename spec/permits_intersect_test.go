@@ -166,3 +166,14 @@ func TestIntersectPermitsNetMappedAddresses(t *testing.T) {
 		}
 	}
 }
+
+// An empty fs glob matches nothing at run time (tools/permits.go), so a
+// ceiling's "" covers nothing either, not even the run directory itself
+// (`.`), which cleans to the same empty path.
+func TestIntersectPermitsFSEmptyCeilingGlob(t *testing.T) {
+	for _, own := range []string{".", "./", "a/..", ""} {
+		if got := IntersectPermits(&Permits{FSRead: []string{""}}, &Permits{FSRead: []string{own}}); len(got.FSRead) != 0 {
+			t.Errorf(`"" ∩ %q = %q, want nothing`, own, got.FSRead)
+		}
+	}
+}
