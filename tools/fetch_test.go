@@ -138,6 +138,7 @@ func TestHTMLConverters(t *testing.T) {
 		{"link brackets escaped", `<a href="/">[1]</a>`, `[\[1\]](https://example.com/)`, "[1]"},
 		{"link text backslash escaped", `<a href="/">C:\</a>`, `[C:\\](https://example.com/)`, `C:\`},
 		{"image alt backslash escaped", `<img src="/i.png" alt="a\">`, `![a\\](https://example.com/i.png)`, ""},
+		{"first base with an href", `<base target="_blank"><base href="https://b.example/x/"><a href="y">Y</a>`, "[Y](https://b.example/x/y)", "Y"},
 		{"empty link dropped", `x <a href="/"> </a> y`, "x y", "x y"},
 		{"javascript link is text", `<a href="javascript:void(0)">go</a>`, "go", "go"},
 		{"nested lists", "<ul><li>a<ol><li>b</li><li>c</li></ol></li><li>d</li></ul>", "- a\n  1. b\n  2. c\n- d", "a\nb\nc\nd"},

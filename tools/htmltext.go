@@ -211,15 +211,18 @@ func flatDocument(text string) *html.Node {
 	}
 }
 
-// documentBase is the URL relative references resolve against: the first <base href>,
-// itself resolved against the final URL, else the final URL.
+// documentBase is the URL relative references resolve against: the href of the first <base>
+// that has one (HTML: a <base target> alone does not count), itself resolved against the final
+// URL, else the final URL.
 func documentBase(doc *html.Node, final *url.URL) *url.URL {
 	for n := range doc.Descendants() {
 		if isElement(n, atom.Base) {
-			if h, ok := attr(n, "href"); ok {
-				if u := resolveRef(final, h); u != nil {
-					return u
-				}
+			h, ok := attr(n, "href")
+			if !ok {
+				continue
+			}
+			if u := resolveRef(final, h); u != nil {
+				return u
 			}
 			break
 		}
