@@ -44,12 +44,14 @@ func TestCeilingKeepsTheSSRFFloorForMappedAddresses(t *testing.T) {
 	}))
 	defer local.Close()
 	_, c := start(t, Options{Permits: &spec.Permits{NetHTTP: []string{"::/0"}, Tools: []string{"nika:fetch"}, ToolsSet: true}})
-	yaml := "nika: v1\nworkflow: ssrf\npermits:\n  net: { http: [\"::ffff:127.0.0.1\"] }\n  tools: [\"nika:fetch\"]\ntasks:\n  - id: get\n    invoke: { tool: \"nika:fetch\", args: { url: \"" + local.URL + "/\" } }\n"
-	id := c.submit(yaml, nil)
-	c.events(id)
-	st := c.get(id)
-	task := st.Report.Tasks["get"]
-	if st.State != "failure" || task.Error == nil || task.Error.Code != "NIKA-SEC-004" && task.Error.Code != "NIKA-SEC-005" {
-		t.Errorf("state %s, task %+v; want failure with NIKA-SEC-004 or -005 (the ceiling does not open the loopback)", st.State, task)
+	for _, own := range []string{"::ffff:127.0.0.1", "::ffff:127.0.0.0/104"} {
+		yaml := "nika: v1\nworkflow: ssrf\npermits:\n  net: { http: [\"" + own + "\"] }\n  tools: [\"nika:fetch\"]\ntasks:\n  - id: get\n    invoke: { tool: \"nika:fetch\", args: { url: \"" + local.URL + "/\" } }\n"
+		id := c.submit(yaml, nil)
+		c.events(id)
+		st := c.get(id)
+		task := st.Report.Tasks["get"]
+		if st.State != "failure" || task.Error == nil || task.Error.Code != "NIKA-SEC-004" && task.Error.Code != "NIKA-SEC-005" {
+			t.Errorf("own %s: state %s, task %+v; want failure with NIKA-SEC-004 or -005 (the ceiling does not open the loopback)", own, st.State, task)
+		}
 	}
 }

@@ -258,8 +258,18 @@ func netCovers(outer, inner string) bool {
 		case 'i':
 			return o.prefix.Contains(i.addr)
 		case 'c':
+			// A CIDR in the IPv4-mapped form also allows the IPv4 addresses
+			// it maps past the SSRF floor, a wider IPv6 one does not
+			// (tools/netfloor.go): only a mapped CIDR covers a mapped one.
+			if mappedPrefix(i.prefix) && !mappedPrefix(o.prefix) {
+				return false
+			}
 			return i.prefix.Bits() >= o.prefix.Bits() && o.prefix.Contains(i.prefix.Addr())
 		}
 	}
 	return false
 }
+
+// mappedPrefix reports whether p is written in the IPv4-mapped form
+// (within ::ffff:0:0/96), as the runtime's floor reads it.
+func mappedPrefix(p netip.Prefix) bool { return p.Addr().Is4In6() && p.Bits() >= 96 }

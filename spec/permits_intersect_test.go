@@ -159,6 +159,13 @@ func TestIntersectPermitsNetMappedAddresses(t *testing.T) {
 		{"127.0.0.0/8", "::ffff:127.0.0.1", true},
 		{"127.0.0.1", "::ffff:127.0.0.1", true},
 		{"fe80::/10", "fe80::1%eth0", true},
+		// A CIDR in the mapped form allows its IPv4 addresses past the SSRF
+		// floor; a wider IPv6 CIDR (::/0) does not (tools/netfloor.go).
+		{"::/0", "::ffff:127.0.0.0/104", false},
+		{"::/1", "::ffff:0:0/96", false},
+		{"::ffff:0:0/95", "::ffff:10.0.0.0/104", false},
+		{"::ffff:0:0/96", "::ffff:127.0.0.0/104", true},
+		{"::/0", "fc00::/7", true},
 	} {
 		got := IntersectPermits(&Permits{NetHTTP: []string{tc.ceiling}}, &Permits{NetHTTP: []string{tc.own}})
 		if kept := slices.Contains(got.NetHTTP, tc.own); kept != tc.kept {
