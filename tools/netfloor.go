@@ -315,14 +315,23 @@ func parseNetEntry(e string) netEntry {
 	}
 	h = strings.TrimSuffix(strings.TrimPrefix(strings.TrimSuffix(h, "]"), "["), ".")
 	if strings.HasPrefix(h, "*.") {
-		n.wildcard, n.host = true, h[1:]
+		n.wildcard, n.host = true, "."+entryHost(h[2:])
 		return n
 	}
-	n.host = h
+	n.host = entryHost(h)
 	if a, err := netip.ParseAddr(h); err == nil {
 		n.ip = a.Unmap().WithZone("")
 	}
 	return n
+}
+
+// entryHost is the host of an entry in the form hostKey gives URL hosts: a Unicode name is
+// compared by its ASCII (IDNA) form; a name IDNA refuses stays as written (it matches no URL).
+func entryHost(h string) string {
+	if k, err := hostKey(h); err == nil {
+		return k
+	}
+	return h
 }
 
 // netAllowed is the permits.net.http gate (§2.4) for an ASCII lower-case host and a port.

@@ -498,3 +498,22 @@ func TestWideIPv6CIDRDoesNotAllowIPv4Loopback(t *testing.T) {
 		t.Fatal("the request reached the server")
 	}
 }
+
+// A permits.net.http entry may spell an internationalized host in Unicode, as the URL does
+// (`nika check` compares them as written): the entry names the same host as its punycode form.
+func TestUnicodeNetEntryMatchesIDNHost(t *testing.T) {
+	srv := newHitServer(t, nil)
+	res := newResolver(map[string][]string{"xn--bcher-kva.test": {"127.0.0.1"}, "a.xn--bcher-kva.test": {"127.0.0.1"}})
+	for _, c := range []struct {
+		url     string
+		entries []string
+	}{
+		{srv.at("bücher.test", "/"), []string{"bücher.test"}},
+		{srv.at("BÜCHER.test", "/"), []string{"Bücher.Test:" + srv.port}},
+		{srv.at("a.bücher.test", "/"), []string{"*.bücher.test", "127.0.0.1"}},
+	} {
+		if _, err := fetchWith(t, res, netPermits(c.entries...), map[string]any{"url": c.url}); err != nil {
+			t.Errorf("fetch %s under %q: %v", c.url, c.entries, err)
+		}
+	}
+}
