@@ -211,6 +211,9 @@ func runWith(args []string, stdout, stderr io.Writer, env runEnv) int {
 		builtins.Terminal = &tools.Terminal{Yes: *yes}
 		if tty {
 			builtins.Terminal.In, builtins.Terminal.Out = os.Stdin, stderr
+			if view != nil { // the live view gives the line to a question while it is asked
+				builtins.Terminal.In, builtins.Terminal.Out = promptIn{view, os.Stdin}, promptOut{view}
+			}
 		}
 	}
 	// The run's MCP client (D7, D37): a server starts on its first use, and every server is
