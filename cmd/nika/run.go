@@ -304,6 +304,13 @@ func runWith(args []string, stdout, stderr io.Writer, env runEnv) int {
 		if res.Error != nil { // an error is printed even with --quiet (D20)
 			fmt.Fprintf(stderr, "nika run: error[%s] %s\n", res.Error.Code, mask(res.Error.Message))
 		}
+		if *quiet { // the per-task lines are off: say which tasks failed the run, and why
+			for _, tr := range res.Tasks {
+				if tr.Status == "failure" && tr.Error != nil {
+					fmt.Fprintf(stderr, "nika run: task %s failed: error[%s] %s\n", tr.ID, tr.Error.Code, mask(tr.Error.Message))
+				}
+			}
+		}
 		return exitFailure
 	}
 	return exitOK

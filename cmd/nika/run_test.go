@@ -201,3 +201,22 @@ func copyFile(t *testing.T, from, to string) {
 		t.Fatal(err)
 	}
 }
+
+// --quiet drops the per-task lines but never the reason a run failed: each failed task is named
+// with its error on stderr (exit 1, stdout still the outputs object).
+func TestRunQuietReportsFailedTasks(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "q.nika.yaml"), `nika: v1
+workflow: quiet
+tasks:
+  - id: fine
+    exec: { command: ["true"] }
+  - id: boom
+    exec: { command: ["false"] }
+`)
+	r := runBinary(t, dir, "run", "q.nika.yaml", "--quiet", "--no-trace")
+	want := "nika run: task boom failed: error[NIKA-EXEC-001] the command exited with code 1\n"
+	if r.code != 1 || r.stdout != "{}\n" || r.stderr != want {
+		t.Errorf("exit %d stdout %q stderr %q; want exit 1, {}, %q", r.code, r.stdout, r.stderr, want)
+	}
+}
