@@ -344,7 +344,7 @@ func netAllowed(entries []string, host, port string) bool {
 		e := parseNetEntry(raw)
 		switch {
 		case e.cidr.IsValid():
-			if hostIP.IsValid() && (e.cidr.Contains(hostIP) || e.cidr.Contains(netip.AddrFrom16(hostIP.As16()))) {
+			if hostIP.IsValid() && (e.cidr.Contains(hostIP) || mappedCIDR(e.cidr) && e.cidr.Contains(netip.AddrFrom16(hostIP.As16()))) {
 				return true
 			}
 			continue

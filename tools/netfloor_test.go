@@ -517,3 +517,28 @@ func TestUnicodeNetEntryMatchesIDNHost(t *testing.T) {
 		}
 	}
 }
+
+// An IPv6 CIDR admits IPv4 hosts only when written in the IPv4-mapped form, as `nika check`
+// reads it: ::/0 (every IPv6 address) does not open permits.net.http to every IPv4 host.
+func TestIPv6CIDRGateAndIPv4Hosts(t *testing.T) {
+	cases := []struct {
+		entry, host string
+		want        bool
+	}{
+		{"::/0", "93.184.216.34", false},
+		{"2000::/3", "93.184.216.34", false},
+		{"::ffff:0:0/96", "93.184.216.34", true},
+		{"::ffff:93.184.216.0/120", "93.184.216.34", true},
+		{"::/0", "2606:2800:220:1::1", true},
+	}
+	for _, c := range cases {
+		if got := netAllowed([]string{c.entry}, c.host, "80"); got != c.want {
+			t.Errorf("netAllowed([%s], %s) = %v, want %v", c.entry, c.host, got, c.want)
+		}
+	}
+	srv := newHitServer(t, nil)
+	_, err := fetchWith(t, nil, netPermits("::/0"), map[string]any{"url": srv.at("127.0.0.1", "/")})
+	if se := spErr(t, err); se.Code != codePermits || se.Details["gate"] != "net.http" {
+		t.Fatalf("%v, want NIKA-SEC-004 at the net.http gate", err)
+	}
+}
