@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"math"
 	"os"
 	"path/filepath"
 	"sync"
@@ -236,37 +235,13 @@ func (s *Server) encodeReport(r *run, res planner.Result) []byte {
 	b, err := canon.Marshal(rep)
 	if err != nil { // NaN or ±Inf in an output: JSON cannot carry it
 		s.logf("run %s: the report holds a value JSON cannot carry (%v); writing it as null", r.id, err)
-		b, err = canon.Marshal(finite(rep))
+		b, err = canon.Marshal(canon.Finite(rep))
 	}
 	if err != nil {
 		b, _ = canon.Marshal(map[string]any{"run_id": r.id, "workflow": r.w.Name, "workflow_state": res.State,
 			"error": map[string]any{"message": "the report cannot be encoded: " + err.Error()}})
 	}
 	return b
-}
-
-// finite replaces NaN and ±Inf, which JSON cannot carry, with null (a copy
-// of cmd/nika's, which this layer cannot import).
-func finite(v any) any {
-	switch x := v.(type) {
-	case float64:
-		if math.IsNaN(x) || math.IsInf(x, 0) {
-			return nil
-		}
-	case []any:
-		out := make([]any, len(x))
-		for i, e := range x {
-			out[i] = finite(e)
-		}
-		return out
-	case map[string]any:
-		out := make(map[string]any, len(x))
-		for k, e := range x {
-			out[k] = finite(e)
-		}
-		return out
-	}
-	return v
 }
 
 // eventLog keeps a run's canonical stream as NDJSON lines for its

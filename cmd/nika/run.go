@@ -5,7 +5,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"math"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -282,7 +281,7 @@ func runWith(args []string, stdout, stderr io.Writer, env runEnv) int {
 		b, err := canon.Marshal(rep)
 		if err != nil { // a task output holds NaN or ±Inf: written as null
 			fmt.Fprintf(stderr, "nika run: the report holds a value JSON cannot carry (%v); writing it as null\n", err)
-			b, err = canon.Marshal(finite(rep))
+			b, err = canon.Marshal(canon.Finite(rep))
 		}
 		if err == nil {
 			_, err = report.Write(append(b, '\n'))
@@ -314,29 +313,6 @@ func runWith(args []string, stdout, stderr io.Writer, env runEnv) int {
 		return exitFailure
 	}
 	return exitOK
-}
-
-// finite replaces NaN and ±Inf, which JSON cannot carry, with null.
-func finite(v any) any {
-	switch x := v.(type) {
-	case float64:
-		if math.IsNaN(x) || math.IsInf(x, 0) {
-			return nil
-		}
-	case []any:
-		out := make([]any, len(x))
-		for i, e := range x {
-			out[i] = finite(e)
-		}
-		return out
-	case map[string]any:
-		out := make(map[string]any, len(x))
-		for k, e := range x {
-			out[k] = finite(e)
-		}
-		return out
-	}
-	return v
 }
 
 // logSink prints the plain line log of settled tasks on stderr (above the

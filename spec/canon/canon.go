@@ -384,3 +384,27 @@ func isJSONNumber(s string) bool {
 	}
 	return i == len(s)
 }
+
+// Finite returns v with every NaN and ±Inf, which JSON cannot carry, replaced by nil, copying
+// only the slices and maps it walks; the run report uses it to write such a value as null.
+func Finite(v any) any {
+	switch x := v.(type) {
+	case float64:
+		if math.IsNaN(x) || math.IsInf(x, 0) {
+			return nil
+		}
+	case []any:
+		out := make([]any, len(x))
+		for i, e := range x {
+			out[i] = Finite(e)
+		}
+		return out
+	case map[string]any:
+		out := make(map[string]any, len(x))
+		for k, e := range x {
+			out[k] = Finite(e)
+		}
+		return out
+	}
+	return v
+}

@@ -353,3 +353,17 @@ func BenchmarkEncodingJSON(b *testing.B) {
 		}
 	}
 }
+
+func TestFinite(t *testing.T) {
+	in := map[string]any{"a": math.NaN(), "b": []any{1.5, math.Inf(1), "x"}, "c": map[string]any{"d": math.Inf(-1)}}
+	b, err := Marshal(Finite(in))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(b) != `{"a":null,"b":[1.5,null,"x"],"c":{"d":null}}` {
+		t.Errorf("got %s", b)
+	}
+	if _, err := Marshal(in); err == nil {
+		t.Error("the input itself must still be refused: Finite copies")
+	}
+}
