@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -98,6 +100,9 @@ func readRegular(p string) ([]byte, error) {
 	if !fi.Mode().IsRegular() {
 		return nil, errNotRegular
 	}
+	if fi.Size() > maxFileBytes {
+		return nil, errTooLarge
+	}
 	data, err := readAll(f, fi.Size())
 	if err != nil {
 		return nil, describeFSError(err)
@@ -105,12 +110,22 @@ func readRegular(p string) ([]byte, error) {
 	return data, nil
 }
 
+// maxFileBytes bounds what read and edit load into memory: a bigger (or sparse) file would
+// otherwise take the whole engine down with it.
+const maxFileBytes = 256 << 20
+
+var errTooLarge = fmt.Errorf("the file is larger than the %d MiB a builtin reads whole; use nika:grep, or exec a tool that streams it", maxFileBytes>>20)
+
+// readAll reads at most maxFileBytes (the file may grow after its size was taken).
 func readAll(f *os.File, size int64) ([]byte, error) {
 	var buf bytes.Buffer
-	if size > 0 && size < 1<<40 {
+	if size > 0 {
 		buf.Grow(int(size) + 1)
 	}
-	_, err := buf.ReadFrom(f)
+	n, err := buf.ReadFrom(io.LimitReader(f, maxFileBytes+1))
+	if err == nil && n > maxFileBytes {
+		return nil, errTooLarge
+	}
 	return buf.Bytes(), err
 }
 

@@ -1,11 +1,15 @@
 package tools
 
 import (
+	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/nikahq/nika/spec"
 )
 
 func writeFile(t *testing.T, path string, data []byte) {
@@ -183,5 +187,35 @@ func TestWriteThenReadRoundTrip(t *testing.T) {
 	out, err := exec(t, Call{Name: "nika:read", Args: map[string]any{"path": "x.bin", "binary": true}, RunDir: dir})
 	if err != nil || !reflect.DeepEqual(out, content) {
 		t.Fatalf("read back %v, %v", out, err)
+	}
+}
+
+// A file over the 256 MiB bound is refused, not loaded: read gives READ-001 and edit EDIT-003
+// (a sparse file costs no disk; loading it would take the engine down).
+func TestReadAndEditRefuseHugeFiles(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "huge.txt")
+	f, err := os.Create(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Truncate(maxFileBytes + 1); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	b := NewBuiltins()
+	for _, tc := range []struct {
+		tool string
+		args map[string]any
+		code string
+	}{
+		{"nika:read", map[string]any{"path": "huge.txt"}, "NIKA-BUILTIN-READ-001"},
+		{"nika:edit", map[string]any{"path": "huge.txt", "find": "a", "replace": "b"}, "NIKA-BUILTIN-EDIT-003"},
+	} {
+		_, err := b.Execute(context.Background(), Call{Name: tc.tool, Args: tc.args, RunDir: dir})
+		var se *spec.Error
+		if !errors.As(err, &se) || se.Code != tc.code || !strings.Contains(se.Message, "larger than the 256 MiB") {
+			t.Errorf("%s: %v, want %s naming the bound", tc.tool, err, tc.code)
+		}
 	}
 }
