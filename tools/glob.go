@@ -568,30 +568,9 @@ func pathWithin(p, dir string) bool {
 // permitRoot is the literal prefix of a permits.fs glob, anchored as fsGlobRegexp anchors it:
 // its leading segments up to the first one with a glob character.
 func permitRoot(g string, a *anchors) (string, bool) {
-	if g == "" || !utf8.ValidString(g) {
+	anchor, segs, ok := splitFSGlob(g, a)
+	if !ok {
 		return "", false
-	}
-	var anchor, rest string
-	switch {
-	case g == "~" || strings.HasPrefix(g, "~/"):
-		home, ok := a.home()
-		if !ok {
-			return "", false
-		}
-		anchor, rest = home, strings.TrimPrefix(g[1:], "/")
-	case strings.HasPrefix(g, "/"):
-		anchor, rest = "/", strings.TrimLeft(g, "/")
-	default:
-		anchor, rest = a.runDir, g
-	}
-	rest = path.Clean(rest)
-	var segs []string
-	if rest != "." {
-		segs = strings.Split(rest, "/")
-	}
-	for len(segs) > 0 && segs[0] == ".." {
-		anchor = path.Dir(anchor)
-		segs = segs[1:]
 	}
 	root := path.Clean(anchor)
 	for _, s := range segs {

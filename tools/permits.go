@@ -170,18 +170,19 @@ func fsMatch(g, subject string, a *anchors) bool {
 	return ok && re.MatchString(subject)
 }
 
-// fsGlobRegexp compiles one permits.fs glob to an anchored regular expression over absolute
-// slash paths. ok is false for a glob that can match nothing (an unusable anchor, a bad class).
-func fsGlobRegexp(g string, a *anchors) (*regexp.Regexp, bool) {
+// splitFSGlob anchors one permits.fs glob: a relative glob at the run directory, `/…` at the
+// root, `~/…` at the home directory; leading `..` segments move the anchor up. It returns the
+// anchor and the remaining clean segments; ok is false for an unusable glob.
+func splitFSGlob(g string, a *anchors) (anchor string, segs []string, ok bool) {
 	if g == "" || !utf8.ValidString(g) {
-		return nil, false
+		return "", nil, false
 	}
-	var anchor, rest string
+	var rest string
 	switch {
 	case g == "~" || strings.HasPrefix(g, "~/"):
 		home, ok := a.home()
 		if !ok {
-			return nil, false
+			return "", nil, false
 		}
 		anchor, rest = home, strings.TrimPrefix(g[1:], "/")
 	case strings.HasPrefix(g, "/"):
@@ -190,13 +191,22 @@ func fsGlobRegexp(g string, a *anchors) (*regexp.Regexp, bool) {
 		anchor, rest = a.runDir, g
 	}
 	rest = path.Clean(rest)
-	var segs []string
 	if rest != "." {
 		segs = strings.Split(rest, "/")
 	}
 	for len(segs) > 0 && segs[0] == ".." {
 		anchor = path.Dir(anchor)
 		segs = segs[1:]
+	}
+	return anchor, segs, true
+}
+
+// fsGlobRegexp compiles one permits.fs glob to an anchored regular expression over absolute
+// slash paths. ok is false for a glob that can match nothing (an unusable anchor, a bad class).
+func fsGlobRegexp(g string, a *anchors) (*regexp.Regexp, bool) {
+	anchor, segs, ok := splitFSGlob(g, a)
+	if !ok {
+		return nil, false
 	}
 	anchor = strings.TrimSuffix(path.Clean(anchor), "/") // "/" becomes ""
 	var b strings.Builder
