@@ -384,3 +384,24 @@ func awaitExit(t *testing.T, fd int, what string) {
 		return
 	}
 }
+
+// A registry that is asked for but cannot be used (NIKA_MCP_CONFIG names a missing file, or the
+// file does not parse) does not pass for "no registry": the mcp: call fails with NIKA-MCP-001
+// naming the file and the reason.
+func TestRunUnusableMCPRegistry(t *testing.T) {
+	broken := filepath.Join(t.TempDir(), "broken.json")
+	writeFile(t, broken, `{"servers": [1, 2]}`)
+	for _, tc := range []struct{ name, registry, reason string }{
+		{"missing", filepath.Join(t.TempDir(), "nope.json"), "no such file"},
+		{"broken", broken, broken},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := mcpFixture(t, "echo.nika.yaml")
+			r := runCmd(t, nikaCmd(dir, tc.registry, nil, "run", "echo.nika.yaml", "--no-trace", "--no-progress"))
+			if r.code != 1 || !strings.Contains(r.stderr, "error[NIKA-MCP-001] the MCP registry "+tc.registry+" cannot be used") ||
+				!strings.Contains(r.stderr, tc.reason) {
+				t.Fatalf("exit %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
+			}
+		})
+	}
+}

@@ -2,9 +2,11 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
+	iofs "io/fs"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -219,10 +221,13 @@ func runWith(args []string, stdout, stderr io.Writer, env runEnv) int {
 	// shut down, process group and all, when this function returns. An interrupt only cancels
 	// the run's context, so that holds for an interrupted run too.
 	var mcpTools tools.Source
-	if reg, err := nikamcp.Load(nikamcp.Path(runDir, env.lookup)); err == nil {
+	mcpPath := nikamcp.Path(runDir, env.lookup)
+	if reg, err := nikamcp.Load(mcpPath); err == nil {
 		client := nikamcp.NewClient(reg, nikamcp.Options{RunDir: runDir, Getenv: env.lookup, Version: version})
 		defer client.Close()
 		mcpTools = client
+	} else if _, named := env.lookup(nikamcp.EnvConfig); named || !errors.Is(err, iofs.ErrNotExist) {
+		mcpTools = nikamcp.Unusable(mcpPath, err) // mcp: calls say what is wrong with the file
 	}
 	verbs := map[string]planner.Verb{
 		"exec":   &exec.Verb{Depth: depth},
