@@ -232,7 +232,7 @@ func (s *Server) handleGet(w http.ResponseWriter, req *http.Request) {
 	s.mu.Lock()
 	state, report := r.state, r.report
 	s.mu.Unlock()
-	out := map[string]any{"run_id": r.id, "state": state}
+	out := map[string]any{"run_id": r.id, "state": state, "report": nil} // null until the run ends
 	if report != nil {
 		out["report"] = json.RawMessage(report)
 	}

@@ -511,6 +511,9 @@ func TestEventsFollowALiveRun(t *testing.T) {
 	if st := c.get(id); st.State != "running" || st.Report != nil {
 		t.Errorf("while blocked: %+v, want running without a report", st)
 	}
+	if _, b := c.do("GET", "/v1/runs/"+id, ""); !strings.Contains(string(b), `"report":null`) {
+		t.Errorf("while blocked: %s, want the report member present as null", b)
+	}
 	g.release <- struct{}{}
 	expect("task_started", "first")
 	expect("task_completed", "first")

@@ -158,7 +158,10 @@ func serveWith(args []string, stdout, stderr io.Writer, env serveEnv) int {
 		fmt.Fprintf(stderr, "nika serve: %v\n", err)
 		return exitEnv
 	}
-	hs := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	// A slow or idle client cannot hold a connection forever: the request (body included) must
+	// arrive within a minute, and an idle keep-alive connection is closed after two. There is no
+	// write timeout: GET …/events follows a run for as long as it lasts.
+	hs := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second, ReadTimeout: time.Minute, IdleTimeout: 2 * time.Minute}
 	served := make(chan error, 1)
 	go func() { served <- hs.Serve(ln) }()
 	fmt.Fprintf(stderr, "nika serve: listening on http://%s\n", ln.Addr())
