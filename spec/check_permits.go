@@ -231,8 +231,13 @@ func (c *checker) fitArgs(tool string, args *Node, path string) {
 		}
 	}
 	switch tool {
-	case "nika:read", "nika:grep":
+	case "nika:read":
 		checkPath("path", pm.FSRead, "fs.read")
+	case "nika:grep":
+		if p := args.Get("path"); p != nil && isLiteral(p) && !grepRootAllowed(pm.FSRead, deref(p).Str) {
+			c.errorf(CodeSecPermits, p, pathKey(path, "path"), fmt.Sprintf("Add a glob that covers %q (or files below it) to `permits.fs.read`.", deref(p).Str),
+				"%q is outside `permits.fs.read`", deref(p).Str)
+		}
 	case "nika:glob":
 		if pt := args.Get("pattern"); pt != nil && isLiteral(pt) && !globRootAllowed(pm.FSRead, deref(pt).Str) {
 			c.errorf(CodeSecPermits, pt, pathKey(path, "pattern"), "Start the pattern inside a directory that `permits.fs.read` covers, or add a glob for it.",
@@ -366,6 +371,26 @@ func globRootAllowed(globs []string, pattern string) bool {
 		}
 	}
 	return false
+}
+
+// grepRootAllowed reports whether nika:grep may search a literal path: a path the globs cover,
+// or, as at run time, a relative directory some relative glob reaches below (`.` under
+// `src/**` searches the files of src). An absolute or `~` path must be covered itself: the
+// checker does not know the run directory the relative globs hang from.
+func grepRootAllowed(globs []string, p string) bool {
+	if fsAllowed(globs, p) {
+		return true
+	}
+	if strings.HasPrefix(p, "/") || strings.HasPrefix(p, "~") {
+		return false
+	}
+	var rel []string
+	for _, g := range globs {
+		if !strings.HasPrefix(g, "/") && !strings.HasPrefix(g, "~") {
+			rel = append(rel, g)
+		}
+	}
+	return len(rel) > 0 && globRootAllowed(rel, p)
 }
 
 // literalSegments are a glob's leading path segments without wildcards.
