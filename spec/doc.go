@@ -44,8 +44,9 @@
 //     limitation of the parser).
 //   - A missing model on an on_finally `infer`/`agent` step is reported like
 //     a task's (NIKA-PARSE-018).
-//   - The MCP registry is `.nika/mcp_servers.json` in the run directory;
-//     `nika check` reads only its server names (D7). Without the file,
+//   - The MCP registry is `.nika/mcp_servers.json` in the run directory, or
+//     the file NIKA_MCP_CONFIG names; `nika check` reads only its server
+//     names (D7). Without the file,
 //     unregistered servers are a runtime NIKA-INVOKE-001.
 //   - Aliases are never expanded while checking: an aliased subtree is
 //     checked where its anchor is, and shared (not copied) by the typed

@@ -955,8 +955,8 @@ tasks:
 	"NIKA-BUILTIN-GREP-002": {
 		title: "path not found",
 		body: "The `path` given to `nika:grep` (a file or a directory; default `.`) does not exist. Relative " +
-			"paths resolve against the run directory. Reported statically when a literal path can be checked, " +
-			"at run time otherwise. Not transient.",
+			"paths resolve against the run directory. Always reported at run time (the checker reads no " +
+			"files). Not transient.",
 		example: `  - id: todos
     invoke: { tool: nika:grep, args: { pattern: "TODO", path: "scr" } }   # src?`,
 		fix: "Correct the path, or create it in an earlier task.",

@@ -165,8 +165,8 @@ func (f *floor) check(ctx context.Context, u *url.URL) error {
 			what = "address " + ua.String()
 		}
 		return spec.NewError(codeSSRF,
-			fmt.Sprintf("%s: %s, a %s address, which the SSRF floor refuses; to reach it on purpose, add the exact host %q (or the address, or a CIDR containing it) to `permits.net.http`",
-				redactURL(u), what, class, key),
+			fmt.Sprintf("%s: %s, %s %s address, which the SSRF floor refuses; to reach it on purpose, add the exact host %q (or the address, or a CIDR containing it) to `permits.net.http`",
+				redactURL(u), what, article(class), class, key),
 			map[string]any{"url": redactURL(u), "host": key, "address": ua.String(), "range": class})
 	}
 	f.mu.Lock()
@@ -413,4 +413,12 @@ func transportMessage(err error) string {
 		err = ue.Err
 	}
 	return err.Error()
+}
+
+// article is the indefinite article before a range name ("an unspecified", "a loopback").
+func article(word string) string {
+	if word != "" && strings.ContainsRune("aeiou", rune(word[0])) {
+		return "an"
+	}
+	return "a"
 }
