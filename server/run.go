@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"time"
 
 	"github.com/google/uuid"
 
@@ -45,6 +46,8 @@ type run struct {
 	size   int64  // bytes of events and report, once finished
 
 	log eventLog
+
+	queuedAt time.Time // when it entered the queue (zero if it started at once)
 }
 
 // prepared is a submission that passed every check and is ready to queue.
@@ -134,7 +137,7 @@ func (s *Server) admit(p prepared) (*run, admission) {
 		s.startLocked(r)
 	case len(s.queue) < s.opts.QueueSize:
 		s.runs[r.id] = r
-		r.state = stateQueued
+		r.state, r.queuedAt = stateQueued, s.opts.Clock()
 		s.queue = append(s.queue, r)
 		s.logf("run %s (workflow %s) accepted and queued (%d waiting)", r.id, r.w.Name, len(s.queue))
 	default:
@@ -212,6 +215,12 @@ func (s *Server) finishUnstarted(r *run) {
 	r.state, r.report = stateCancelled, s.encodeReport(r, res)
 	s.retireLocked(r)
 	r.log.close()
+	if s.opts.Live != nil { // the metrics count it like any other run that ended cancelled, its time queued as its duration
+		now := s.opts.Clock()
+		s.opts.Live.Observe(event.Live{Kind: event.LiveWorkflowStarted, Workflow: r.w.Name, At: now})
+		s.opts.Live.Observe(event.Live{Kind: event.LiveWorkflowFinished, Workflow: r.w.Name, Status: stateCancelled,
+			Elapsed: now.Sub(r.queuedAt), At: now})
+	}
 }
 
 // retireLocked records r as finished and forgets the oldest finished runs

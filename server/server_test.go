@@ -11,6 +11,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -565,7 +566,16 @@ func TestCancelARunningRun(t *testing.T) {
 // refused; cancelling the queued one frees its place.
 func TestQueueFullIs429(t *testing.T) {
 	g := newGate()
-	s, c := start(t, Options{Verbs: g.verbs, MaxRuns: 1, QueueSize: 1})
+	var liveMu sync.Mutex
+	var finished []string // workflow_finished statuses on the live stream
+	live := event.LiveFunc(func(l event.Live) {
+		if l.Kind == event.LiveWorkflowFinished {
+			liveMu.Lock()
+			finished = append(finished, l.Status)
+			liveMu.Unlock()
+		}
+	})
+	s, c := start(t, Options{Verbs: g.verbs, MaxRuns: 1, QueueSize: 1, Live: live})
 	a := c.submit(oneGatedYAML, nil)
 	<-g.entered
 	b := c.submit(oneGatedYAML, nil)
@@ -588,6 +598,11 @@ func TestQueueFullIs429(t *testing.T) {
 	if es := c.events(b); len(es) != 0 {
 		t.Errorf("a run that never started has events: %s", kinds(es))
 	}
+	liveMu.Lock()
+	if !slices.Equal(finished, []string{"cancelled"}) { // the metrics count it
+		t.Errorf("live workflow_finished statuses %v, want [cancelled]", finished)
+	}
+	liveMu.Unlock()
 	d := c.submit(oneGatedYAML, nil) // the queue has room again
 	if running, queued := s.Active(); running != 1 || queued != 1 {
 		t.Errorf("active = %d running, %d queued; want 1, 1", running, queued)
