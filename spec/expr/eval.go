@@ -76,12 +76,21 @@ const maxDepth = 10000
 // Eval does with its result. Containers are copied only when something in
 // them changes. Errors are *EvalError.
 func Normalize(v any) (any, error) {
-	return normalize(v, 0)
+	left := maxValueNodes
+	return normalize(v, 0, &left)
 }
 
-func normalize(v any, depth int) (any, error) {
+// maxValueNodes bounds the values Normalize visits. Values may share parts (`let b = [a, a]`), so a
+// few doublings in an expression describe a value far larger than the memory it takes; without
+// the bound its walk would run for minutes, out of reach of any task timeout.
+const maxValueNodes = 10_000_000
+
+func normalize(v any, depth int, left *int) (any, error) {
 	if depth > maxDepth {
 		return nil, &EvalError{Message: "value is nested too deeply"}
+	}
+	if *left--; *left < 0 {
+		return nil, &EvalError{Message: fmt.Sprintf("value has more than %d elements; build a smaller value", maxValueNodes)}
 	}
 	switch x := v.(type) {
 	case nil, bool, int, float64, string, []byte:
@@ -92,7 +101,7 @@ func normalize(v any, depth int) (any, error) {
 		}
 		var out []any
 		for i, e := range x {
-			n, err := normalize(e, depth+1)
+			n, err := normalize(e, depth+1, left)
 			if err != nil {
 				return nil, err
 			}
@@ -114,7 +123,7 @@ func normalize(v any, depth int) (any, error) {
 		}
 		var out map[string]any
 		for k, e := range x {
-			n, err := normalize(e, depth+1)
+			n, err := normalize(e, depth+1, left)
 			if err != nil {
 				return nil, err
 			}
@@ -157,7 +166,7 @@ func normalize(v any, depth int) (any, error) {
 	case reflect.Slice, reflect.Array:
 		out := make([]any, rv.Len())
 		for i := range out {
-			n, err := normalize(rv.Index(i).Interface(), depth+1)
+			n, err := normalize(rv.Index(i).Interface(), depth+1, left)
 			if err != nil {
 				return nil, err
 			}
@@ -172,7 +181,7 @@ func normalize(v any, depth int) (any, error) {
 			if err != nil {
 				return nil, err
 			}
-			n, err := normalize(it.Value().Interface(), depth+1)
+			n, err := normalize(it.Value().Interface(), depth+1, left)
 			if err != nil {
 				return nil, err
 			}

@@ -1,6 +1,8 @@
 package expr
 
 import (
+	"errors"
+	"fmt"
 	"math"
 	"reflect"
 	"strings"
@@ -420,4 +422,34 @@ func TestEvalOptionalCompatMethods(t *testing.T) {
 		{src: `with.arr?.size() + with.s?.size()`, want: 6},
 		{src: `map(with.objs, #?.k?.size())`, err: "got integer"},
 	})
+}
+
+// A value built by doubling shared parts is tiny in memory but huge to walk: its evaluation
+// fails with an EvalError once the walk passes the node bound, instead of running for minutes.
+func TestEvalBoundsSharedValues(t *testing.T) {
+	src := "let a0 = [1, 2]; "
+	for i := 1; i <= 30; i++ {
+		src += fmt.Sprintf("let a%d = [a%d, a%d]; ", i, i-1, i-1)
+	}
+	src += "a30"
+	p, issues := Compile(src, testEnv)
+	if len(issues) > 0 {
+		t.Fatalf("Compile: %v", issues)
+	}
+	_, err := p.Eval(nil)
+	var ee *EvalError
+	if !errors.As(err, &ee) || !strings.Contains(ee.Message, "more than 10000000 elements") {
+		t.Fatalf("Eval = %v, want the node bound's EvalError", err)
+	}
+	// Below the bound the same shape still evaluates (2^10 leaves).
+	small := "let a0 = [1, 2]; "
+	for i := 1; i <= 10; i++ {
+		small += fmt.Sprintf("let a%d = [a%d, a%d]; ", i, i-1, i-1)
+	}
+	if p, issues = Compile(small+"a10", testEnv); len(issues) > 0 {
+		t.Fatalf("Compile small: %v", issues)
+	}
+	if _, err := p.Eval(nil); err != nil {
+		t.Fatalf("a value under the bound: %v", err)
+	}
 }
