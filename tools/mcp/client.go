@@ -24,7 +24,9 @@
 //     not compile there (an external $ref, an unknown $schema) is not checked by nika, and the
 //     server remains the judge.
 //   - A JSON-RPC error answer to tools/call (as opposed to an `isError` result) is NIKA-MCP-002
-//     too: the server understood the call and refused it.
+//     too: the server understood the call and refused it. A result the SDK cannot decode (a
+//     content type it does not know, say) from a server that still answers a ping is
+//     NIKA-INVOKE-003, not transient, and the session is kept: the server has not crashed.
 //   - Output: with no content blocks at all, "all blocks are text" holds and the output is "".
 //   - Close lets each server exit by itself for Options.Grace after closing its stdin (the MCP
 //     stdio shutdown), then kills its process group whatever happened, so grandchildren die too.
@@ -207,7 +209,7 @@ func (c *Client) Call(ctx context.Context, name string, args map[string]any) (an
 	}
 	res, err := cn.sess.CallTool(ctx, &sdk.CallToolParams{Name: tool, Arguments: plain})
 	if err != nil {
-		e := cn.callError(ctx, name, err)
+		e := cn.callError(ctx, name, err, c.opts.Grace)
 		if e.Code == CodeUnavailable {
 			c.lost(server, cn)
 		}
@@ -632,20 +634,51 @@ func validTool(name string) bool {
 	return true
 }
 
-// callError maps a failed tools/call.
-func (cn *conn) callError(ctx context.Context, name string, err error) *spec.Error {
+// callError maps a failed tools/call. An error that is not the session closing can be the
+// server's answer (a JSON-RPC error, or a result the SDK cannot decode) or the session breaking
+// under the call (the SDK fails the calls in flight with whatever stopped its reading); a ping
+// tells them apart, waiting at most wait for the answer.
+func (cn *conn) callError(ctx context.Context, name string, err error, wait time.Duration) *spec.Error {
 	d := map[string]any{"tool": name, "server": cn.name}
 	var wire *jsonrpc.Error
 	switch {
 	case errors.Is(err, sdk.ErrConnectionClosed):
 	case ctx.Err() != nil:
 		return tools.CancelError(ctx)
-	case errors.As(err, &wire) && !cn.dead():
-		d["rpc_code"] = wire.Code
-		return spec.NewError(CodeToolError, fmt.Sprintf("%s failed: %s", name, wire.Message), d).Wrap(err)
+	default:
+		answered, broken := cn.probe(ctx, wait)
+		if ctx.Err() != nil {
+			return tools.CancelError(ctx)
+		}
+		if errors.As(err, &wire) && !broken {
+			d["rpc_code"] = wire.Code
+			return spec.NewError(CodeToolError, fmt.Sprintf("%s failed: %s", name, wire.Message), d).Wrap(err)
+		}
+		if answered {
+			return spec.NewError(CodeFailed, fmt.Sprintf("%s returned a result nika cannot read: %v", name, err), d).Wrap(err)
+		}
 	}
 	msg := fmt.Sprintf("MCP server %q stopped answering while running %s: %v", cn.name, name, err)
 	return unavailable(msg+cn.stderrNote(d), d).Wrap(err)
+}
+
+// probe pings the server: answered when it answers (a JSON-RPC error included), broken when the
+// session cannot carry a request any more. Neither means no answer within wait.
+func (cn *conn) probe(ctx context.Context, wait time.Duration) (answered, broken bool) {
+	if cn.dead() {
+		return false, true
+	}
+	pctx, cancel := context.WithTimeout(ctx, wait)
+	defer cancel()
+	err := cn.sess.Ping(pctx, nil)
+	var wire *jsonrpc.Error
+	switch {
+	case err == nil, errors.As(err, &wire) && !errors.Is(err, sdk.ErrConnectionClosed):
+		return true, false
+	case pctx.Err() != nil:
+		return false, false
+	}
+	return false, true
 }
 
 // dead reports whether the session has ended.
