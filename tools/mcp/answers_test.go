@@ -113,3 +113,22 @@ func TestBrokenSessionMidCallIsUnavailable(t *testing.T) {
 		t.Errorf("starts = %d, want 2", n)
 	}
 }
+
+// A registry may name a server with a `/` (other MCP clients' files do): its tools are listed
+// as mcp:<server>/<tool>, and calling one of them reaches that server. A tool name never holds
+// a `/`, so the name splits at its last one.
+func TestServerNameWithSlash(t *testing.T) {
+	m := newMemServer(t, 0)
+	c := newMemClient(t, m, memRegistry("team/mem"))
+	defs, err := c.List(context.Background(), "team/mem")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(defs) == 0 || defs[0].Name != "mcp:team/mem/block" {
+		t.Fatalf("defs = %+v", defs)
+	}
+	out, err := c.Call(context.Background(), "mcp:team/mem/echo", map[string]any{"text": "hi"})
+	if err != nil || out != "hi" {
+		t.Fatalf("call = %v, %v", out, err)
+	}
+}

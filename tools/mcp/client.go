@@ -262,14 +262,19 @@ func (c *Client) Close() error {
 	return nil
 }
 
-// splitName splits "mcp:<server>/<tool>".
+// splitName splits "mcp:<server>/<tool>" at the last "/": a tool name never holds one, a
+// registry's server name may.
 func splitName(name string) (server, tool string, ok bool) {
 	rest, ok := strings.CutPrefix(name, "mcp:")
 	if !ok {
 		return "", "", false
 	}
-	server, tool, ok = strings.Cut(rest, "/")
-	return server, tool, ok && server != "" && tool != ""
+	i := strings.LastIndexByte(rest, '/')
+	if i < 0 {
+		return "", "", false
+	}
+	server, tool = rest[:i], rest[i+1:]
+	return server, tool, server != "" && tool != ""
 }
 
 // connFor returns the live session of a server, starting the server when there is none. tool
