@@ -216,8 +216,8 @@ func (c *Client) Call(ctx context.Context, name string, args map[string]any) (an
 		return nil, e
 	}
 	if res.IsError {
-		text := errorText(res)
-		return nil, spec.NewError(CodeToolError, text, map[string]any{"tool": name, "text": text})
+		full, line := errorText(res)
+		return nil, spec.NewError(CodeToolError, line, map[string]any{"tool": name, "text": full})
 	}
 	out, err := output(res)
 	if err != nil {
@@ -796,20 +796,19 @@ func allText(content []sdk.Content) ([]string, bool) {
 	return texts, true
 }
 
-// errorText is the message of an isError result: its text, on one line (the full text goes to
-// details.text).
-func errorText(res *sdk.CallToolResult) string {
-	var s string
+// errorText is the text of an isError result (its texts joined with "\n", else its blocks as
+// JSON), whole, for details.text, and on one line for the message.
+func errorText(res *sdk.CallToolResult) (full, line string) {
 	if texts, ok := allText(res.Content); ok {
-		s = strings.Join(texts, "\n")
+		full = strings.Join(texts, "\n")
 	} else if b, err := json.Marshal(res.Content); err == nil {
-		s = string(b)
+		full = string(b)
 	}
-	s = strings.Join(strings.Fields(s), " ")
-	if s == "" {
-		return "the tool reported an error without a message"
+	line = strings.Join(strings.Fields(full), " ")
+	if line == "" {
+		line = "the tool reported an error without a message"
 	}
-	return s
+	return full, line
 }
 
 // tail keeps the last bytes a server wrote on stderr.

@@ -249,7 +249,7 @@ func TestErrors(t *testing.T) {
 		{name: "argument of the wrong type", tool: "mcp:mem/echo", args: map[string]any{"text": 5, "n": -1}, code: CodeArgs,
 			message: "invalid arguments for mcp:mem/echo: at /n:"},
 		{name: "isError result", tool: "mcp:mem/fail", code: CodeToolError, message: "disk full free some space",
-			details: map[string]any{"tool": "mcp:mem/fail", "text": "disk full free some space"}},
+			details: map[string]any{"tool": "mcp:mem/fail", "text": "disk full\nfree some space"}},
 		{name: "JSON-RPC error answer", tool: "mcp:mem/refuse", code: CodeToolError, message: "mcp:mem/refuse failed: refused by policy"},
 		{name: "server not configured", tool: "mcp:nocmd/x", code: CodeUnavailable, transient: false,
 			message: "MCP server \"nocmd\" is not configured: its entry has no `command` — fix its entry in test-registry.json"},
