@@ -180,3 +180,84 @@ func TestPlannerRun(t *testing.T) {
 		t.Errorf("after the run:\ngot\n\t%s\nwant\n\t%s", strings.Join(got, "\n\t"), strings.Join(want, "\n\t"))
 	}
 }
+
+// edgeVerb scripts the paths where the planner decides a job's fate on its own: a binding that fails
+// on the first attempt's output, a job that outlives its task's timeout, and a job that cancels the
+// run and returns a result at once.
+type edgeVerb struct {
+	cancel    context.CancelFunc
+	cancelled chan struct{} // closed by "cancel" once it cancelled the run
+}
+
+func (v edgeVerb) Run(ctx context.Context, job workflow.Job) workflow.Outcome {
+	argv, _ := job.Fields["command"].([]any)
+	switch fmt.Sprint(argv[0]) {
+	case "shape":
+		if job.Attempt == 1 {
+			return workflow.Outcome{Output: map[string]any{"n": "not a number"}}
+		}
+		return workflow.Outcome{Output: map[string]any{"n": "7"}}
+	case "hang":
+		<-ctx.Done()
+		return workflow.Failed(spec.NewError("NIKA-CANCEL-001", "cancelled", nil))
+	case "cancel":
+		v.cancel()
+		close(v.cancelled)
+		return workflow.Outcome{Output: "done"}
+	}
+	return workflow.Outcome{Output: "ok"}
+}
+
+func runEdge(t *testing.T, ctx context.Context, src string, v edgeVerb, live event.LiveSink) planner.Result {
+	t.Helper()
+	a := spec.CheckSource("edge.nika.yaml", []byte(src), spec.CheckOptions{})
+	if !a.Valid() {
+		for _, f := range a.Findings {
+			t.Log(spec.FormatFinding("edge.nika.yaml", f))
+		}
+		t.Fatal("invalid workflow")
+	}
+	w, err := workflow.Compile(a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return planner.Run(ctx, w, planner.Inputs{}, planner.Options{Verbs: map[string]planner.Verb{"exec": v}, Live: live})
+}
+
+// A user cancellation that reaches the driver together with a job's result (the job cancelled the
+// run, then returned) comes first: nothing new starts, and the run counts as cancelled. The driver
+// is held (in the live sink, on its own goroutine) until both are ready; the order of a select
+// between two ready channels is random, so the run is repeated.
+func TestCancelBeforeResult(t *testing.T) {
+	for i := 0; i < 40; i++ {
+		m := metrics.New(metrics.Options{})
+		ctx, cancel := context.WithCancel(context.Background())
+		v := edgeVerb{cancel: cancel, cancelled: make(chan struct{})}
+		hold := event.LiveFunc(func(l event.Live) {
+			if l.Kind == event.LiveTaskStarted && l.Task == "gate" { // first is running already
+				<-v.cancelled
+				time.Sleep(5 * time.Millisecond) // first's result is waiting to be received
+			}
+		})
+		res := runEdge(t, ctx, `nika: v1
+workflow: edge
+tasks:
+  - id: first
+    exec: { command: ["cancel"] }
+  - id: gate
+    exec: { command: ["ok"] }
+  - id: after
+    depends_on: [first]
+    exec: { command: ["ok"] }
+`, v, event.LiveFanout{m, hold})
+		cancel()
+		got := gathered(t, m.Gatherer(), "nika_task_runs_total", "nika_workflow_runs_total")
+		want := []string{
+			`nika_task_runs_total{status="success",verb="exec",workflow="edge"} 2`,
+			`nika_workflow_runs_total{state="cancelled",workflow="edge"} 1`,
+		}
+		if res.State != "cancelled" || !slices.Equal(got, want) {
+			t.Fatalf("run %d: state %s, metrics\n\t%s\nwant (first and gate, never after)\n\t%s", i, res.State, strings.Join(got, "\n\t"), strings.Join(want, "\n\t"))
+		}
+	}
+}

@@ -101,6 +101,13 @@ func (d *driver) run() Result {
 				cancel()
 			}
 		}
+		if userDone != nil && d.base.Err() != nil {
+			// The user's cancellation comes before a result or timer that is ready with it
+			// (a job may return just after seeing it): nothing new starts once it happened.
+			userDone = nil
+			step = d.userCancelled(step)
+			continue
+		}
 		select {
 		case r := <-d.results:
 			d.running[r.id]()
@@ -124,17 +131,21 @@ func (d *driver) run() Result {
 			step = d.core.TimerFired(t, d.opts.Clock())
 		case <-userDone:
 			userDone = nil
-			if !step.Done {
-				step = d.core.Cancel(d.opts.Clock())
-			} else {
-				step = Step{Done: true} // the last step was carried out already
-			}
+			step = d.userCancelled(step)
 		}
 	}
 	d.wg.Wait()
 	res := d.core.Result()
 	d.live(event.Live{Kind: event.LiveWorkflowFinished, Status: res.State, Elapsed: d.opts.Clock().Sub(begun)})
 	return res
+}
+
+// userCancelled applies the user's cancellation; step is the step last carried out.
+func (d *driver) userCancelled(step Step) Step {
+	if step.Done {
+		return Step{Done: true} // the last step was carried out already
+	}
+	return d.core.Cancel(d.opts.Clock())
 }
 
 // carryOut does what a step says: release events, cancel, start, arm.
