@@ -224,6 +224,41 @@ func runEdge(t *testing.T, ctx context.Context, src string, v edgeVerb, live eve
 	return planner.Run(ctx, w, planner.Inputs{}, planner.Options{Verbs: map[string]planner.Verb{"exec": v}, Live: live})
 }
 
+// A retry the core decides on a job's output (its binding fails, and retry.on_codes lists the
+// binding's code) counts in nika_task_retries_total like a retry on a failed job.
+func TestRetryOnBindingFailure(t *testing.T) {
+	m := metrics.New(metrics.Options{})
+	var retrying []event.Live
+	spy := event.LiveFunc(func(l event.Live) {
+		if l.Kind == event.LiveTaskRetrying {
+			retrying = append(retrying, l) // on the driver's goroutine
+		}
+	})
+	res := runEdge(t, context.Background(), `nika: v1
+workflow: edge
+tasks:
+  - id: parse
+    retry: { max_attempts: 2, backoff_ms: 0, on_codes: [NIKA-VAR-004] }
+    exec: { command: ["shape"] }
+    output:
+      n: ".n | tonumber"
+`, edgeVerb{}, event.LiveFanout{m, spy})
+	if res.State != "success" {
+		t.Fatalf("state %s, want success on the second attempt", res.State)
+	}
+	if len(retrying) != 1 || retrying[0].Task != "parse" || retrying[0].Verb != "exec" || retrying[0].Attempt != 1 || retrying[0].Code != "NIKA-VAR-004" {
+		t.Errorf("task_retrying on the live stream: %+v, want one for parse, exec, attempt 1, NIKA-VAR-004", retrying)
+	}
+	got := gathered(t, m.Gatherer(), "nika_task_retries_total", "nika_task_runs_total")
+	want := []string{
+		`nika_task_retries_total{verb="exec"} 1`,
+		`nika_task_runs_total{status="success",verb="exec",workflow="edge"} 2`,
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("got\n\t%s\nwant\n\t%s", strings.Join(got, "\n\t"), strings.Join(want, "\n\t"))
+	}
+}
+
 // A user cancellation that reaches the driver together with a job's result (the job cancelled the
 // run, then returned) comes first: nothing new starts, and the run counts as cancelled. The driver
 // is held (in the live sink, on its own goroutine) until both are ready; the order of a select

@@ -119,7 +119,6 @@ func (d *driver) run() Result {
 				continue
 			}
 			step = d.core.Finished(r.id, r.out, r.emitted, d.opts.Clock())
-			d.liveRetrying(r.id, r.out, step)
 		case q := <-d.asks:
 			q.reply <- d.answer(q.view)
 			step = Step{Done: step.Done} // nothing new to carry out
@@ -150,6 +149,7 @@ func (d *driver) userCancelled(step Step) Step {
 
 // carryOut does what a step says: release events, cancel, start, arm.
 func (d *driver) carryOut(s Step) {
+	d.liveRetrying(s)
 	for _, e := range s.Events {
 		if d.opts.Canonical != nil {
 			d.opts.Canonical.Emit(e)
@@ -378,18 +378,27 @@ func (d *driver) liveFinished(id JobID, out workflow.Outcome) {
 		Status: status(out), Code: code(out), Elapsed: d.opts.Clock().Sub(j.at)})
 }
 
-// liveRetrying reports task_retrying in real time when the core answered a failed attempt with a
-// back-off timer (its canonical task_retrying may wait in the release buffer).
-func (d *driver) liveRetrying(id JobID, out workflow.Outcome, s Step) {
-	if d.opts.Live == nil || out.Err == nil || id.Finally >= 0 {
+// liveRetrying reports task_retrying in real time for each back-off timer of a step: the core arms
+// one exactly when a failed attempt will be retried (a failed job, an output whose binding failed, a
+// `with` or field that did not evaluate), and its canonical task_retrying may wait in the release
+// buffer.
+func (d *driver) liveRetrying(s Step) {
+	if d.opts.Live == nil {
 		return
 	}
 	for _, t := range s.Timers {
-		if t.Kind == TimerBackoff && t.Task == id.Task && t.Iteration == id.Iteration {
-			d.live(event.Live{Kind: event.LiveTaskRetrying, Task: id.Task, Verb: d.core.byID[id.Task].t.Verb, Iteration: id.Iteration,
-				Attempt: id.Attempt, Code: out.Err.Code})
-			return
+		tr := d.core.byID[t.Task]
+		if t.Kind != TimerBackoff || tr == nil {
+			continue
 		}
+		l := event.Live{Kind: event.LiveTaskRetrying, Task: t.Task, Verb: tr.t.Verb, Iteration: t.Iteration}
+		if it := tr.iter(t.Iteration); it != nil {
+			l.Attempt = it.attempt
+			if n := len(it.events); n > 0 && it.events[n-1].Kind == event.TaskRetrying {
+				l.Code, _ = it.events[n-1].Fields["code"].(string)
+			}
+		}
+		d.live(l)
 	}
 }
 
