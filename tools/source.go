@@ -36,6 +36,25 @@ type Source interface {
 	Call(ctx context.Context, name string, args map[string]any) (any, error)
 }
 
+// Broken is implemented by a Source that cannot tell which servers exist because its registry
+// cannot be used (the file is missing or does not parse). Err says why, as a *spec.Error. An
+// agent whose whitelist and permits.tools can reach some mcp: tool fails its arming with it
+// (AGENT.md §3.1: the definition source failed) rather than run without those tools.
+type Broken interface {
+	Err() error
+}
+
+// CanAdmitMCP reports whether one of the positive globs of a tool-glob list can match some
+// mcp: tool name (see CanAdmitServer).
+func CanAdmitMCP(globs []string) bool {
+	for _, g := range globs {
+		if !strings.HasPrefix(g, "!") && globMatchesPrefix(g, "mcp:") {
+			return true
+		}
+	}
+	return false
+}
+
 // JSONValue converts a Go value that encodes as JSON (the nika value model, or what
 // encoding/json decodes into `any`) to plain JSON values in the nika value model: integers
 // become int, other numbers float64, bytes base64 text. A source uses it on what crosses the

@@ -51,3 +51,22 @@ func TestJSONValue(t *testing.T) {
 		t.Errorf("JSONValue = %#v, want %#v", got, want)
 	}
 }
+
+func TestCanAdmitMCP(t *testing.T) {
+	cases := []struct {
+		globs []string
+		want  bool
+	}{
+		{[]string{"mcp:fs/*"}, true},
+		{[]string{"**"}, true},
+		{[]string{"m*:x/y"}, true},
+		{[]string{"nika:*", "*"}, false},
+		{[]string{"!mcp:**"}, false},
+		{nil, false},
+	}
+	for _, tc := range cases {
+		if got := CanAdmitMCP(tc.globs); got != tc.want {
+			t.Errorf("CanAdmitMCP(%q) = %v, want %v", tc.globs, got, tc.want)
+		}
+	}
+}

@@ -22,6 +22,9 @@ type unusable struct {
 
 func (u unusable) Servers() []string { return nil }
 
+// Err is tools.Broken: an agent that could use mcp: tools fails its arming with it.
+func (u unusable) Err() error { return u.error("") }
+
 func (u unusable) List(context.Context, string) ([]tools.Def, error) { return nil, u.error("") }
 
 func (u unusable) Call(_ context.Context, name string, _ map[string]any) (any, error) {

@@ -376,11 +376,24 @@ func (r *run) buildUniverse(ctx context.Context) *spec.Error {
 
 // mcpDefs lists the tools of every registered server that some glob of the whitelist (and of
 // permits.tools, when the workflow has permits) can reach, sorted by name. Servers no glob can
-// reach are neither started nor listed.
+// reach are neither started nor listed. A source whose registry cannot be used (tools.Broken)
+// fails the arming when the globs can reach some mcp: tool.
 func (r *run) mcpDefs(ctx context.Context) ([]tools.Def, *spec.Error) {
 	src := r.v.Tools
 	if src == nil {
 		return nil, nil
+	}
+	failed := func(msg string, details map[string]any, err error) *spec.Error {
+		details["detail"] = err.Error()
+		e := spec.NewError(CodeDefs, msg, details).Wrap(err)
+		var se *spec.Error
+		e.Transient = errors.As(err, &se) && se.Transient
+		return e
+	}
+	if b, ok := src.(tools.Broken); ok && tools.CanAdmitMCP(r.globs) && (r.job.Permits == nil || tools.CanAdmitMCP(r.job.Permits.Tools)) {
+		if err := b.Err(); err != nil {
+			return nil, failed(fmt.Sprintf("the MCP tools could not be listed: %v", err), map[string]any{}, err)
+		}
 	}
 	var out []tools.Def
 	for _, s := range src.Servers() {
@@ -392,11 +405,7 @@ func (r *run) mcpDefs(ctx context.Context) ([]tools.Def, *spec.Error) {
 			if ctx.Err() != nil {
 				return nil, fields.Cancelled(ctx, err)
 			}
-			e := spec.NewError(CodeDefs, fmt.Sprintf("the tools of MCP server %q could not be listed: %v", s, err),
-				map[string]any{"detail": err.Error(), "server": s}).Wrap(err)
-			var se *spec.Error
-			e.Transient = errors.As(err, &se) && se.Transient
-			return nil, e
+			return nil, failed(fmt.Sprintf("the tools of MCP server %q could not be listed: %v", s, err), map[string]any{"server": s}, err)
 		}
 		out = append(out, defs...)
 	}

@@ -3,8 +3,10 @@ package agent
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"reflect"
+	"strings"
 	"sync"
 	"testing"
 
@@ -12,6 +14,7 @@ import (
 	"github.com/nikahq/nika/provider/providertest"
 	"github.com/nikahq/nika/spec"
 	"github.com/nikahq/nika/tools"
+	"github.com/nikahq/nika/tools/mcp"
 )
 
 // fakeSource is a tools.Source with three servers: fs, gh, and broken (whose list fails).
@@ -154,5 +157,37 @@ func TestMCPCallsRoutedToSource(t *testing.T) {
 	}
 	if invoked != 3 {
 		t.Errorf("%d tool_invoked events, want 3:\n%v", invoked, ev.lines)
+	}
+}
+
+// A run whose MCP registry cannot be used (mcp.Unusable) has no tool definitions to offer: an
+// agent whose whitelist reaches mcp: tools fails its arming with NIKA-AGENT-006, not transient,
+// saying why, instead of running silently without them; one that reaches none runs as usual.
+func TestUniverseUnusableRegistry(t *testing.T) {
+	src := mcp.Unusable("/etc/nika/mcp.json", errors.New("invalid character '}' looking for beginning of object key string"))
+	p := providertest.NewScripted(providertest.Reply("ok"))
+	v, job, _ := setup(t, p, map[string]any{"prompt": "go", "tools": []any{"nika:hash", "mcp:fs/*"}}, 8)
+	v.Tools = src
+	out := v.Run(context.Background(), job)
+	if out.Err == nil || out.Err.Code != CodeDefs || out.Err.Transient || !strings.Contains(out.Err.Message, "/etc/nika/mcp.json") {
+		t.Fatalf("outcome %+v, want a non-transient %s naming the registry", out.Err, CodeDefs)
+	}
+	if len(p.Requests()) != 0 {
+		t.Errorf("%d provider requests, want none", len(p.Requests()))
+	}
+
+	p = providertest.NewScripted(providertest.Reply("ok"))
+	v, job, _ = setup(t, p, map[string]any{"prompt": "go", "tools": []any{"nika:hash"}}, 8)
+	v.Tools = src
+	if out := v.Run(context.Background(), job); out.Err != nil || out.Output != "ok" {
+		t.Fatalf("an agent without mcp: tools: %+v", out)
+	}
+	// permits.tools that admits no mcp: tool keeps the source out of the arming too.
+	p = providertest.NewScripted(providertest.Reply("ok"))
+	v, job, _ = setup(t, p, map[string]any{"prompt": "go", "tools": []any{"**"}}, 8)
+	v.Tools = src
+	job.Permits = &spec.Permits{Tools: []string{"nika:*"}, ToolsSet: true}
+	if out := v.Run(context.Background(), job); out.Err != nil {
+		t.Fatalf("permits.tools without mcp: %+v", out.Err)
 	}
 }
