@@ -259,6 +259,36 @@ tasks:
 	}
 }
 
+// A job stopped by its task's timeout ended in a failure (the task fails with NIKA-TIMEOUT-001), not
+// a cancellation: nika_task_runs_total says failure, and the in-flight gauge is back to zero.
+func TestTimedOutJobIsFailure(t *testing.T) {
+	m := metrics.New(metrics.Options{})
+	res := runEdge(t, context.Background(), `nika: v1
+workflow: edge
+tasks:
+  - id: slow
+    timeout: "50ms"
+    exec: { command: ["hang"] }
+  - id: each
+    for_each: [1, 2]
+    fail_fast: false
+    timeout: "50ms"
+    exec: { command: ["hang"] }
+`, edgeVerb{}, m)
+	if tr := res.Tasks[0]; tr.Status != "failure" || tr.Error == nil || tr.Error.Code != "NIKA-TIMEOUT-001" {
+		t.Fatalf("slow = %s %+v, want failure NIKA-TIMEOUT-001", tr.Status, tr.Error)
+	}
+	got := gathered(t, m.Gatherer(), "nika_task_runs_total", "nika_tasks_in_flight", "nika_workflow_runs_total")
+	want := []string{
+		`nika_task_runs_total{status="failure",verb="exec",workflow="edge"} 3`,
+		`nika_tasks_in_flight{verb="exec"} 0`,
+		`nika_workflow_runs_total{state="failure",workflow="edge"} 1`,
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("got\n\t%s\nwant\n\t%s", strings.Join(got, "\n\t"), strings.Join(want, "\n\t"))
+	}
+}
+
 // A user cancellation that reaches the driver together with a job's result (the job cancelled the
 // run, then returned) comes first: nothing new starts, and the run counts as cancelled. The driver
 // is held (in the live sink, on its own goroutine) until both are ready; the order of a select

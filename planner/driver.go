@@ -128,6 +128,7 @@ func (d *driver) run() Result {
 				continue
 			}
 			step = d.core.TimerFired(t, d.opts.Clock())
+			d.liveTimedOut(t, step)
 		case <-userDone:
 			userDone = nil
 			step = d.userCancelled(step)
@@ -351,8 +352,9 @@ func (d *driver) liveNotes(id JobID) func(workflow.LiveNote) {
 
 // liveJob is what task_finished needs from its task_started.
 type liveJob struct {
-	verb string
-	at   time.Time
+	verb     string
+	at       time.Time
+	timedOut bool // cancelled by its task's timeout
 }
 
 // liveStarted reports a job starting; called on the driver goroutine only.
@@ -374,8 +376,26 @@ func (d *driver) liveFinished(id JobID, out workflow.Outcome) {
 	}
 	j := d.jobs[id]
 	delete(d.jobs, id)
+	st, c := status(out), code(out)
+	if j.timedOut && st == "cancelled" { // the verb saw a cancellation; the task failed with a timeout
+		st, c = "failure", "NIKA-TIMEOUT-001"
+	}
 	d.live(event.Live{Kind: event.LiveTaskFinished, Task: id.Task, Verb: j.verb, Iteration: id.Iteration, Attempt: id.Attempt,
-		Status: status(out), Code: code(out), Elapsed: d.opts.Clock().Sub(j.at)})
+		Status: st, Code: c, Elapsed: d.opts.Clock().Sub(j.at)})
+}
+
+// liveTimedOut marks the job a task's deadline timer cancels, so that its task_finished says failure
+// with NIKA-TIMEOUT-001, as the task does, and not the cancellation the verb saw.
+func (d *driver) liveTimedOut(t Timer, s Step) {
+	if d.opts.Live == nil || t.Kind != TimerDeadline {
+		return
+	}
+	for _, id := range s.Cancel {
+		if j, ok := d.jobs[id]; ok && id.Task == t.Task && id.Iteration == t.Iteration && id.Finally < 0 {
+			j.timedOut = true
+			d.jobs[id] = j
+		}
+	}
 }
 
 // liveRetrying reports task_retrying in real time for each back-off timer of a step: the core arms
