@@ -326,3 +326,39 @@ tasks:
 		}
 	}
 }
+
+// An on_finally step stopped by its own timeout ended in a failure (NIKA-TIMEOUT-001, logged), not a
+// cancellation: nika_task_runs_total says failure for it.
+func TestTimedOutFinallyIsFailure(t *testing.T) {
+	m := metrics.New(metrics.Options{})
+	var finished []event.Live
+	spy := event.LiveFunc(func(l event.Live) {
+		if l.Kind == event.LiveTaskFinished && l.Attempt == 0 {
+			finished = append(finished, l) // on the driver's goroutine
+		}
+	})
+	res := runEdge(t, context.Background(), `nika: v1
+workflow: edge
+tasks:
+  - id: build
+    exec: { command: ["ok"] }
+    on_finally:
+      - timeout: "50ms"
+        exec: { command: ["hang"] }
+`, edgeVerb{}, event.LiveFanout{m, spy})
+	if res.State != "success" {
+		t.Fatalf("state %s, want success (an on_finally failure never changes the outcome)", res.State)
+	}
+	if len(finished) != 1 || finished[0].Status != "failure" || finished[0].Code != "NIKA-TIMEOUT-001" {
+		t.Errorf("the on_finally step's task_finished: %+v, want failure NIKA-TIMEOUT-001", finished)
+	}
+	got := gathered(t, m.Gatherer(), "nika_task_runs_total", "nika_tasks_in_flight")
+	want := []string{
+		`nika_task_runs_total{status="failure",verb="exec",workflow="edge"} 1`,
+		`nika_task_runs_total{status="success",verb="exec",workflow="edge"} 1`,
+		`nika_tasks_in_flight{verb="exec"} 0`,
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("got\n\t%s\nwant\n\t%s", strings.Join(got, "\n\t"), strings.Join(want, "\n\t"))
+	}
+}

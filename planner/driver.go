@@ -2,6 +2,7 @@ package planner
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"runtime/debug"
 	"sync"
@@ -206,7 +207,7 @@ func (d *driver) start(wk Work) {
 	ctx, cancel := context.WithCancel(parent)
 	if wk.Timeout > 0 {
 		var cancelT context.CancelFunc
-		ctx, cancelT = context.WithTimeout(ctx, wk.Timeout)
+		ctx, cancelT = context.WithTimeoutCause(ctx, wk.Timeout, errStepTimeout)
 		inner := cancel
 		cancel = func() { cancelT(); inner() }
 	}
@@ -228,6 +229,10 @@ func (d *driver) start(wk Work) {
 	go func() {
 		defer d.wg.Done()
 		out := runVerb(ctx, verb, job)
+		if out.Err != nil && context.Cause(ctx) == errStepTimeout {
+			out = workflow.Failed(spec.NewError("NIKA-TIMEOUT-001", fmt.Sprintf("on_finally step %d of task %q timed out after %s", wk.ID.Finally, wk.ID.Task, wk.Timeout),
+				map[string]any{"timeout": wk.Timeout.String()}))
+		}
 		mu.Lock()
 		em := emitted
 		mu.Unlock()
@@ -302,6 +307,9 @@ func (d *driver) startBatch(v BatchVerb, ws []Work) {
 	}()
 }
 
+// errStepTimeout is the cause of an on_finally step's context when its own timeout ends it.
+var errStepTimeout = errors.New("the on_finally step's timeout expired")
+
 // runBatch calls RunBatch, turning a panic or a wrong count of outcomes
 // into error outcomes.
 func runBatch(ctx context.Context, v BatchVerb, jobs []workflow.Job) (outs []workflow.Outcome) {
@@ -321,8 +329,7 @@ func runBatch(ctx context.Context, v BatchVerb, jobs []workflow.Job) (outs []wor
 }
 
 // runVerb calls the verb, turning a missing verb or a panic into an error
-// outcome, and a context ended by a timeout into NIKA-TIMEOUT-001 for
-// on_finally steps.
+// outcome (start turns an on_finally step's own timeout into NIKA-TIMEOUT-001).
 func runVerb(ctx context.Context, v Verb, job workflow.Job) (out workflow.Outcome) {
 	if v == nil {
 		return workflow.Failed(spec.NewError("NIKA-INVOKE-001", fmt.Sprintf("verb %q is not in this build", job.Verb), nil))
