@@ -30,6 +30,8 @@
 //   - Output: with no content blocks at all, "all blocks are text" holds and the output is "".
 //   - Close lets each server exit by itself for Options.Grace after closing its stdin (the MCP
 //     stdio shutdown), then kills its process group whatever happened, so grandchildren die too.
+//     On Linux a server that exits by itself has its group killed at once: a grandchild that
+//     holds its stdout would otherwise keep its session, and the calls in flight, waiting.
 package mcp
 
 import (
@@ -846,6 +848,7 @@ func (t *procTransport) Connect(ctx context.Context) (sdk.Connection, error) {
 	conn, err := t.inner.Connect(ctx)
 	if p := t.inner.Command.Process; p != nil {
 		t.proc.set(p.Pid)
+		onExit(p.Pid, func() { killGroup(p.Pid) })
 	}
 	return conn, err
 }

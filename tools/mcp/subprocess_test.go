@@ -14,6 +14,7 @@ import (
 	"sync"
 	"syscall"
 	"testing"
+	"time"
 )
 
 // The echo server of testdata/echoserver, built once per test binary.
@@ -151,7 +152,7 @@ func TestSubprocessCalls(t *testing.T) {
 		{name: "structured output", tool: "mcp:echo/spawn", want: nil}, // checked below
 		{name: "isError", tool: "mcp:echo/fail", code: CodeToolError, message: "boom: the tool failed"},
 		{name: "schema", tool: "mcp:echo/echo", args: map[string]any{"text": 3}, code: CodeArgs, message: "invalid arguments for mcp:echo/echo: at /text:"},
-		{name: "unlisted", tool: "mcp:echo/nope", code: CodeUnknown, message: `MCP server "echo" lists no tool "nope" — use one it lists: crash, echo, env, fail, sleep, spawn`},
+		{name: "unlisted", tool: "mcp:echo/nope", code: CodeUnknown, message: `MCP server "echo" lists no tool "nope" — use one it lists: crash, echo, env, fail, sleep, spawn, spawn_stdout`},
 		{name: "command not found", tool: "mcp:ghost/x", code: CodeUnavailable, transient: false, message: `MCP server "ghost" is not configured:`},
 	}
 	for _, tc := range cases {
@@ -291,5 +292,29 @@ func TestSubprocessCancelAndCloseMidCall(t *testing.T) {
 	asError(t, <-errc, CodeUnavailable)
 	if got := groupMembers(t, server); len(got) != 0 {
 		t.Errorf("after Close the server's group still holds %v", got)
+	}
+}
+
+// A server that crashes while a grandchild still holds its stdout is seen to be gone: the call
+// in flight is NIKA-MCP-001 at once, rather than wait for an end of file that the grandchild
+// keeps from coming, and the grandchild dies with the server's group.
+func TestSubprocessCrashWithGrandchildOnStdout(t *testing.T) {
+	c := echoClient(t, nil)
+	out, err := c.Call(context.Background(), "mcp:echo/spawn_stdout", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	child := out.(map[string]any)["pid"].(int)
+	childFD := pidfd(t, child)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	_, err = c.Call(ctx, "mcp:echo/crash", nil)
+	se := asError(t, err, CodeUnavailable)
+	if !se.Transient {
+		t.Error("a crash must be transient")
+	}
+	awaitExit(t, childFD, "the grandchild")
+	if out, err := c.Call(ctx, "mcp:echo/echo", map[string]any{"text": "again"}); err != nil || out != "again" {
+		t.Fatalf("after the crash: %v, %v", out, err)
 	}
 }

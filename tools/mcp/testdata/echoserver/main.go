@@ -1,6 +1,6 @@
 // Command echoserver is a small stdio MCP server for the tests of package tools/mcp and of
 // `nika run`. Its tools echo, fail with isError, sleep until cancelled, spawn a grandchild
-// (`sleep 300`) and crash, so the tests can prove the client's error mapping and that Close
+// (`sleep 300`, with or without the server's stdout) and crash, so the tests can prove the client's error mapping and that Close
 // leaves no process behind.
 //
 // Environment: ECHO_READY, when set, is a FIFO the sleep tool writes one line to once it is
@@ -83,6 +83,15 @@ func main() {
 			mu.Lock()
 			children = append(children, strconv.Itoa(cmd.Process.Pid))
 			mu.Unlock()
+			return nil, spawned{Pid: cmd.Process.Pid}, nil
+		})
+	mcp.AddTool(s, &mcp.Tool{Name: "spawn_stdout", Description: "Start a grandchild `sleep 300` that shares the server's stdout, and return its pid."},
+		func(ctx context.Context, _ *mcp.CallToolRequest, _ none) (*mcp.CallToolResult, spawned, error) {
+			cmd := exec.Command("sleep", "300")
+			cmd.Stdout = os.Stdout // the grandchild holds the MCP pipe open after the server is gone
+			if err := cmd.Start(); err != nil {
+				return nil, spawned{}, err
+			}
 			return nil, spawned{Pid: cmd.Process.Pid}, nil
 		})
 	mcp.AddTool(s, &mcp.Tool{Name: "crash", Description: "Exit at once, mid-call."},
