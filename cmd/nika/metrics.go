@@ -10,8 +10,10 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"os/signal"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/nikahq/nika/event"
@@ -56,6 +58,11 @@ type runMetrics struct {
 	mu    sync.Mutex
 	ran   bool   // the run started: its live stream was wired
 	state string // the run's state, from workflow_finished
+
+	// interrupts gets the process's interrupts from start on (runWith's own signal channel is
+	// drained by the run): one before finish means the run was interrupted, whatever its state
+	// (failure wins over cancelled), and then it does not linger.
+	interrupts chan os.Signal
 }
 
 // start checks the metrics flags (exit 2), builds the run's metrics with the limiter of every
@@ -78,6 +85,10 @@ func (f *metricsFlags) start(w *workflow.Workflow, providers *provider.Registry,
 		return nil, 0, true
 	}
 	r := &runMetrics{m: metrics.New(metrics.Options{Version: version, TaskLabel: f.taskLabel}), flags: f, workflow: w.Name, quiet: quiet}
+	if f.linger > 0 {
+		r.interrupts = make(chan os.Signal, 1)
+		signal.Notify(r.interrupts, os.Interrupt, syscall.SIGTERM)
+	}
 	added := map[string]bool{}
 	for _, t := range w.Tasks {
 		name, _, _ := strings.Cut(t.Model, "/")
@@ -142,6 +153,9 @@ func (r *runMetrics) finish(signals <-chan os.Signal, stderr io.Writer) {
 		return
 	}
 	defer r.stop()
+	if r.interrupts != nil {
+		defer signal.Stop(r.interrupts)
+	}
 	r.mu.Lock()
 	ran, state := r.ran, r.state
 	r.mu.Unlock()
@@ -159,6 +173,11 @@ func (r *runMetrics) finish(signals <-chan os.Signal, stderr io.Writer) {
 	if r.srv == nil || r.flags.linger <= 0 || state == "cancelled" {
 		return
 	}
+	select {
+	case <-r.interrupts:
+		return // interrupted during the run
+	default:
+	}
 	if !r.quiet {
 		fmt.Fprintf(stderr, "nika run: the run is over; serving metrics at %s for %s more (interrupt to stop)\n", r.url, r.flags.linger)
 	}
@@ -167,6 +186,7 @@ func (r *runMetrics) finish(signals <-chan os.Signal, stderr io.Writer) {
 	select {
 	case <-t.C:
 	case <-signals:
+	case <-r.interrupts:
 	}
 }
 

@@ -211,3 +211,64 @@ func TestRunMetricsFlagErrors(t *testing.T) {
 		}
 	}
 }
+
+// failingLong fails one task at once while another runs on: the run's state will be failure.
+const failingLong = `nika: v1
+workflow: failing
+permits:
+  exec: ["sh"]
+tasks:
+  - id: bad
+    exec: { command: ["sh", "-c", "exit 1"] }
+  - id: slow
+    exec: { command: ["sh", "-c", "sleep 30"] }
+`
+
+// An interrupted run does not linger (--metrics-linger ends at an interrupt), even when its state is
+// failure rather than cancelled because a task had failed before the interrupt.
+func TestRunMetricsNoLingerAfterInterrupt(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "failing.nika.yaml"), failingLong)
+	cmd := exec.Command(nikaBin, "run", "failing.nika.yaml", "--no-trace", "--no-progress", "--metrics-addr", "127.0.0.1:0", "--metrics-linger", "10m")
+	cmd.Dir, cmd.Env = dir, testEnv
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	var lines []string
+	failed := make(chan struct{})
+	go func() {
+		sc := bufio.NewScanner(stderr)
+		for sc.Scan() {
+			lines = append(lines, sc.Text())
+			if strings.Contains(sc.Text(), "bad") && strings.Contains(sc.Text(), "NIKA-EXEC-001") {
+				close(failed)
+			}
+		}
+		exited <- cmd.Wait() // after stderr is drained
+	}()
+	defer cmd.Process.Kill() // a no-op once it exited
+	select {
+	case <-failed: // bad failed; slow is still running
+	case <-time.After(30 * time.Second):
+		t.Fatal("no stderr line says that bad failed")
+	}
+	if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-exited:
+		if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 130 {
+			t.Errorf("exit %v, want 130 (interrupted)", err)
+		}
+		if joined := strings.Join(lines, "\n"); strings.Contains(joined, "the run is over") {
+			t.Errorf("an interrupted run lingers:\n%s", joined)
+		}
+	case <-time.After(30 * time.Second): // a guard against a hang, not a timing assertion
+		t.Fatal("an interrupted run with a failed task kept serving /metrics for its linger")
+	}
+}
