@@ -18,6 +18,7 @@ import (
 // when it is set, otherwise with a response whose result is call.
 type rawServer struct {
 	tools    string // the raw `tools` array of tools/list
+	listErr  string // when set, the raw JSON-RPC error tools/list answers with
 	call     string // the raw result of tools/call
 	callLine string // a raw line sent instead of the tools/call response
 	starts   atomic.Int32
@@ -51,6 +52,12 @@ func (s *rawServer) dial(ctx context.Context, _ string, _ Server) (sdk.Transport
 			case "initialize":
 				result = `{"protocolVersion":"2025-11-25","capabilities":{"tools":{}},"serverInfo":{"name":"raw","version":"1"}}`
 			case "tools/list":
+				if s.listErr != "" {
+					if _, err := io.WriteString(sw, `{"jsonrpc":"2.0","id":`+string(req.ID)+`,"error":`+s.listErr+"}\n"); err != nil {
+						return
+					}
+					continue
+				}
 				result = `{"tools":` + s.tools + `}`
 			case "tools/call":
 				s.mu.Lock()
@@ -130,5 +137,24 @@ func TestServerNameWithSlash(t *testing.T) {
 	out, err := c.Call(context.Background(), "mcp:team/mem/echo", map[string]any{"text": "hi"})
 	if err != nil || out != "hi" {
 		t.Fatalf("call = %v, %v", out, err)
+	}
+}
+
+// A live server that answers tools/list with an error (one without tools, say) is not down: a
+// retry cannot help, so the NIKA-MCP-001 is not transient, and the session is kept rather than
+// killed and started again by every call.
+func TestListRefusedByLiveServer(t *testing.T) {
+	s := &rawServer{listErr: `{"code":-32601,"message":"Method not found"}`}
+	c := NewClient(memRegistry("raw"), Options{Dial: s.dial})
+	defer c.Close()
+	for i := 0; i < 2; i++ {
+		_, err := c.Call(context.Background(), "mcp:raw/t", nil)
+		se := asError(t, err, CodeUnavailable)
+		if se.Transient || !strings.Contains(se.Message, "Method not found") {
+			t.Errorf("call %d: %+v", i, se)
+		}
+	}
+	if n := s.starts.Load(); n != 1 {
+		t.Errorf("starts = %d, want 1: a live server was dropped", n)
 	}
 }

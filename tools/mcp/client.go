@@ -12,8 +12,9 @@
 //     reading. Its working directory is the run directory; its stderr is kept (the last 4 KiB)
 //     for NIKA-MCP-001 messages, never printed.
 //   - "Not configured" (NIKA-MCP-001, not transient) is a registry entry without a `command`, an
-//     entry that does not decode, or a command that does not exist. Every other failure to start,
-//     a crash and a dropped connection are NIKA-MCP-001, transient.
+//     entry that does not decode, or a command that does not exist; so is a server that answers
+//     tools/list with an error, or with a list nika cannot read (its session is kept). Every
+//     other failure to start, a crash and a dropped connection are NIKA-MCP-001, transient.
 //   - One session per server per run, shared by every task; a session that dies is dropped, and
 //     the next call starts the server again (this is what makes NIKA-MCP-001 worth a retry).
 //     Concurrent first calls start a server once; a start that fails is reported to the calls
@@ -159,7 +160,7 @@ func (c *Client) List(ctx context.Context, server string) ([]tools.Def, error) {
 	}
 	ts, err := cn.list(ctx)
 	if err != nil {
-		if err.Code == CodeUnavailable {
+		if err.Code == CodeUnavailable && err.Transient { // the session is gone
 			c.lost(server, cn)
 		}
 		return nil, err
@@ -186,7 +187,7 @@ func (c *Client) Call(ctx context.Context, name string, args map[string]any) (an
 	}
 	ts, serr := cn.list(ctx)
 	if serr != nil {
-		if serr.Code == CodeUnavailable {
+		if serr.Code == CodeUnavailable && serr.Transient { // the session is gone
 			c.lost(server, cn)
 		}
 		return nil, serr
@@ -424,7 +425,7 @@ func (c *Client) start(ctx context.Context, name string, cfg Server) (*conn, *sp
 	startCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	defer context.AfterFunc(c.closing, cancel)()
-	cn := &conn{name: name, gone: make(chan struct{}), listSem: make(chan struct{}, 1)}
+	cn := &conn{name: name, grace: c.opts.Grace, gone: make(chan struct{}), listSem: make(chan struct{}, 1)}
 	var tr sdk.Transport
 	if c.opts.Dial != nil {
 		var err error
@@ -514,6 +515,7 @@ type conn struct {
 	stderr *tail // nil for a Dial transport
 	gone   chan struct{}
 	down   sync.Once
+	grace  time.Duration // how long a probe waits for the server's answer
 
 	listSem chan struct{} // held by the one call listing the tools
 	mu      sync.Mutex
@@ -577,6 +579,17 @@ func (cn *conn) list(ctx context.Context) (*toolSet, *spec.Error) {
 				return nil, tools.CancelError(ctx)
 			}
 			d := map[string]any{"server": cn.name}
+			if !errors.Is(err, sdk.ErrConnectionClosed) {
+				// A server that still answers refused the list, or sent one nika cannot read: a
+				// retry would meet the same answer.
+				answered, _ := cn.probe(ctx, cn.grace)
+				if ctx.Err() != nil {
+					return nil, tools.CancelError(ctx)
+				}
+				if answered {
+					return nil, spec.NewError(CodeUnavailable, fmt.Sprintf("MCP server %q cannot list its tools: %v", cn.name, err), d).Wrap(err)
+				}
+			}
 			return nil, unavailable(fmt.Sprintf("MCP server %q failed to list its tools: %v%s", cn.name, err, cn.stderrNote(d)), d).Wrap(err)
 		}
 		for _, t := range res.Tools {
