@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	iofs "io/fs"
 	"net"
 	"net/http"
 	"os"
@@ -134,8 +135,13 @@ func serveWith(args []string, stdout, stderr io.Writer, env serveEnv) int {
 	}
 	opts.Check.Model, opts.Check.MCPServers = *model, mcpServers(stderr)
 	// The engine's MCP registry (D7): each run gets its own client over it.
-	if reg, err := nikamcp.Load(nikamcp.Path("", env.lookup)); err == nil {
+	mcpPath := nikamcp.Path("", env.lookup)
+	if reg, err := nikamcp.Load(mcpPath); err == nil {
 		opts.MCP, opts.Version = reg, version
+	} else if _, named := env.lookup(nikamcp.EnvConfig); named || !errors.Is(err, iofs.ErrNotExist) {
+		// A service must not come up quietly without the servers it was configured with.
+		fmt.Fprintf(stderr, "nika serve: the MCP registry %s cannot be used: %v\n", mcpPath, err)
+		return exitEnv
 	}
 	providers := server.EnvProviders(env.lookup)
 	opts.Providers, opts.Unavailable = providers.Registry, providers.Unavailable

@@ -441,6 +441,12 @@ func TestServeFlagErrors(t *testing.T) {
 			t.Errorf("%v: exit %d %q, want %d with %q", tc.args, r.code, r.stderr, tc.code, tc.err)
 		}
 	}
+	// A registry that does not parse keeps the service from starting (exit 3), naming it.
+	broken := t.TempDir()
+	writeFile(t, filepath.Join(broken, ".nika", "mcp_servers.json"), `{"servers": [1]}`)
+	if r := runBinary(t, broken, "serve", "--addr", "127.0.0.1:0"); r.code != 3 || !strings.Contains(r.stderr, "the MCP registry .nika/mcp_servers.json cannot be used") {
+		t.Errorf("serve with a broken MCP registry: exit %d %q, want 3 naming the file", r.code, r.stderr)
+	}
 	r := runBinary(t, dir, "serve", "-h")
 	if r.code != 0 || !strings.Contains(r.stdout, "Usage: nika serve") || !strings.Contains(r.stdout, "--shutdown-timeout DUR") {
 		t.Errorf("serve -h: exit %d %q", r.code, r.stdout)
