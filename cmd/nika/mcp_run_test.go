@@ -134,51 +134,57 @@ func TestRunInvokeMCP(t *testing.T) {
 // An interrupted run (SIGINT while an MCP tool sleeps) exits 130 and leaves no process of the
 // server's group behind, the grandchild included.
 func TestRunInterruptedMCPLeavesNoProcess(t *testing.T) {
-	fifo := filepath.Join(t.TempDir(), "ready")
-	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	reg := mcpRegistry(t, map[string]any{"echo": map[string]any{"command": echoServerBin(t), "env": map[string]string{"ECHO_READY": fifo}}})
-	dir := mcpFixture(t, "interrupt.nika.yaml")
-	cmd := nikaCmd(dir, reg, nil, "run", "interrupt.nika.yaml", "--no-trace", "--quiet")
-	var errb strings.Builder
-	cmd.Stderr = &errb
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	f, err := os.Open(fifo) // blocks until the sleep tool is running and opens it
-	if err != nil {
-		t.Fatal(err)
-	}
-	line, _ := bufio.NewReader(f).ReadString('\n')
-	f.Close()
-	var server, child int
-	for _, field := range strings.Fields(line) {
-		k, v, _ := strings.Cut(field, "=")
-		n, _ := strconv.Atoi(strings.Split(v, ",")[0])
-		switch k {
-		case "server":
-			server = n
-		case "children":
-			child = n
-		}
-	}
-	if server <= 0 || child <= 0 {
-		t.Fatalf("ready line %q", line)
-	}
-	serverFD, childFD := pidfd(t, server), pidfd(t, child)
-	if err := cmd.Process.Signal(os.Interrupt); err != nil {
-		t.Fatal(err)
-	}
-	err = cmd.Wait()
-	var ee *exec.ExitError
-	if !errors.As(err, &ee) || ee.ExitCode() != exitInterrupt {
-		t.Fatalf("nika run: %v, want exit %d; stderr:\n%s", err, exitInterrupt, errb.String())
-	}
-	awaitExit(t, serverFD, "the MCP server")
-	awaitExit(t, childFD, "the MCP server's grandchild")
-	if got := groupMembers(t, server); len(got) != 0 {
-		t.Errorf("the server's process group still holds %v after the run", got)
+	// SIGHUP as well: the servers live in their own process groups, which a closed terminal
+	// never reaches.
+	for _, sig := range []os.Signal{os.Interrupt, syscall.SIGHUP} {
+		t.Run(sig.String(), func(t *testing.T) {
+			fifo := filepath.Join(t.TempDir(), "ready")
+			if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			reg := mcpRegistry(t, map[string]any{"echo": map[string]any{"command": echoServerBin(t), "env": map[string]string{"ECHO_READY": fifo}}})
+			dir := mcpFixture(t, "interrupt.nika.yaml")
+			cmd := nikaCmd(dir, reg, nil, "run", "interrupt.nika.yaml", "--no-trace", "--quiet")
+			var errb strings.Builder
+			cmd.Stderr = &errb
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			f, err := os.Open(fifo) // blocks until the sleep tool is running and opens it
+			if err != nil {
+				t.Fatal(err)
+			}
+			line, _ := bufio.NewReader(f).ReadString('\n')
+			f.Close()
+			var server, child int
+			for _, field := range strings.Fields(line) {
+				k, v, _ := strings.Cut(field, "=")
+				n, _ := strconv.Atoi(strings.Split(v, ",")[0])
+				switch k {
+				case "server":
+					server = n
+				case "children":
+					child = n
+				}
+			}
+			if server <= 0 || child <= 0 {
+				t.Fatalf("ready line %q", line)
+			}
+			serverFD, childFD := pidfd(t, server), pidfd(t, child)
+			if err := cmd.Process.Signal(sig); err != nil {
+				t.Fatal(err)
+			}
+			err = cmd.Wait()
+			var ee *exec.ExitError
+			if !errors.As(err, &ee) || ee.ExitCode() != exitInterrupt {
+				t.Fatalf("nika run: %v, want exit %d; stderr:\n%s", err, exitInterrupt, errb.String())
+			}
+			awaitExit(t, serverFD, "the MCP server")
+			awaitExit(t, childFD, "the MCP server's grandchild")
+			if got := groupMembers(t, server); len(got) != 0 {
+				t.Errorf("the server's process group still holds %v after the run", got)
+			}
+		})
 	}
 }
 

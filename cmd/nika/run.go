@@ -59,7 +59,9 @@ type runEnv struct {
 
 func cmdRun(args []string, stdout, stderr io.Writer) int {
 	sigs := make(chan os.Signal, 2)
-	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	// SIGHUP too: MCP servers and exec children live in their own process groups, so a closed
+	// terminal never reaches them; the run must stop them itself, as on an interrupt.
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 	defer signal.Stop(sigs)
 	// A closed stderr must not kill the run before it has stopped its
 	// processes and written its report: writes then just fail.
