@@ -309,8 +309,8 @@ func (r *run) rank(name string) int {
 	return len(r.globs)
 }
 
-// buildUniverse is §3.1: the builtins of this build (sorted by name), then the MCP tools of
-// the servers the whitelist and permits.tools can reach (sorted by name), minus loop-owned,
+// buildUniverse is §3.1: the builtins of this build and the MCP tools of the servers the
+// whitelist and permits.tools can reach, as one list sorted by name (§2), minus loop-owned,
 // denied, unclean and duplicate names, then the synthesized nika:done and nika:compose,
 // stable-sorted by author rank. A server whose tools cannot be listed fails the arming with
 // NIKA-AGENT-006, transient when the source's error is.
@@ -359,6 +359,9 @@ func (r *run) buildUniverse(ctx context.Context) *spec.Error {
 		r.byName[d.Name] = pd
 		u = append(u, pd)
 	}
+	// AGENT.md §2: the builtins and the MCP tools form one list sorted by name (mcp: before
+	// nika:); author rank (below) then reorders it by the whitelist.
+	sort.SliceStable(u, func(i, j int) bool { return u[i].Name < u[j].Name })
 	for _, n := range []string{router.NameDone, router.NameCompose} {
 		if !r.admitted(n) {
 			continue

@@ -79,6 +79,9 @@ func TestUniverseMCPTools(t *testing.T) {
 		{name: "permits.tools drops one tool", tools: []any{"mcp:fs/*"}, permits: &spec.Permits{Tools: []string{"mcp:fs/*", "!mcp:fs/write_file"}, ToolsSet: true},
 			universe: []string{"mcp:fs/read_text_file"}, listed: []string{"fs"}},
 		{name: "no mcp glob lists nothing", tools: []any{"nika:hash"}, universe: []string{"nika:hash"}, listed: nil},
+		{name: "one glob: one list sorted by name, mcp before nika (§2)", tools: []any{"**"},
+			permits:  &spec.Permits{Tools: []string{"nika:hash", "mcp:gh/*"}, ToolsSet: true},
+			universe: []string{"mcp:gh/search", "nika:hash"}, listed: []string{"gh"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
