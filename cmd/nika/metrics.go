@@ -85,10 +85,6 @@ func (f *metricsFlags) start(w *workflow.Workflow, providers *provider.Registry,
 		return nil, 0, true
 	}
 	r := &runMetrics{m: metrics.New(metrics.Options{Version: version, TaskLabel: f.taskLabel}), flags: f, workflow: w.Name, quiet: quiet}
-	if f.linger > 0 {
-		r.interrupts = make(chan os.Signal, 1)
-		signal.Notify(r.interrupts, os.Interrupt, syscall.SIGTERM)
-	}
 	added := map[string]bool{}
 	for _, t := range w.Tasks {
 		name, _, _ := strings.Cut(t.Model, "/")
@@ -123,6 +119,10 @@ func (f *metricsFlags) start(w *workflow.Workflow, providers *provider.Registry,
 	}()
 	if !quiet {
 		fmt.Fprintf(stderr, "nika run: serving metrics at %s\n", r.url)
+	}
+	if f.linger > 0 { // stopped by finish
+		r.interrupts = make(chan os.Signal, 1)
+		signal.Notify(r.interrupts, os.Interrupt, syscall.SIGTERM)
 	}
 	return r, 0, true
 }
