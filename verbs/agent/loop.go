@@ -24,10 +24,10 @@ import (
 func (r *run) loop(ctx context.Context) (any, *spec.Error) {
 	r.msgs = []provider.Message{provider.UserText(r.prompt)}
 	for t := 1; ; t++ {
-		r.turn = t
-		if ctx.Err() != nil {
+		if ctx.Err() != nil { // before r.turn: a turn that never starts is not taken (agent_finished's Turns)
 			return nil, fields.Cancelled(ctx, nil)
 		}
+		r.turn = t
 		r.observe(EventTurnStarted, t, map[string]any{"turn": t})
 		offered := r.rt.Select(t, router.Query(r.prompt, r.lastText, r.digest))
 		sel := router.Tally(t, offered, r.rt.Universe())
