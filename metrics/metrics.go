@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	neturl "net/url"
 	"runtime"
 	"sync"
 
@@ -277,9 +278,19 @@ func (m *Metrics) Push(ctx context.Context, url, workflow string) error {
 		mfs, err := m.reg.Gather()
 		return onlyWorkflow(mfs, wf), err
 	})
-	err := push.New(url, Job).Gatherer(g).Grouping("workflow", wf).
-		Format(expfmt.NewFormat(expfmt.TypeTextPlain)).PushContext(ctx)
-	if err != nil {
+	// Credentials in the URL go as basic auth, so that no error message (stderr, often a CI log)
+	// shows the password.
+	var user *neturl.Userinfo
+	if u, err := neturl.Parse(url); err == nil && u.User != nil {
+		user, u.User = u.User, nil
+		url = u.String()
+	}
+	p := push.New(url, Job).Gatherer(g).Grouping("workflow", wf).Format(expfmt.NewFormat(expfmt.TypeTextPlain))
+	if user != nil {
+		pass, _ := user.Password()
+		p = p.BasicAuth(user.Username(), pass)
+	}
+	if err := p.PushContext(ctx); err != nil {
 		return fmt.Errorf("pushing the metrics of workflow %q to the Pushgateway at %s: %w (check the URL and that the Pushgateway is up)", wf, url, err)
 	}
 	return nil

@@ -530,6 +530,36 @@ func TestPush(t *testing.T) {
 	}
 }
 
+// A Pushgateway URL with credentials (https://user:password@host) pushes with basic auth, and a
+// failed push never prints the password (it goes to stderr, often a CI log).
+func TestPushCredentials(t *testing.T) {
+	m := New(Options{})
+	feed(m, deploy())
+	var mu sync.Mutex
+	var user, pass string
+	var ok bool
+	refused := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		user, pass, ok = r.BasicAuth()
+		mu.Unlock()
+		http.Error(w, "no", http.StatusServiceUnavailable)
+	}))
+	defer refused.Close()
+	u := strings.Replace(refused.URL, "http://", "http://ci:s3cret@", 1)
+	err := m.Push(context.Background(), u, "deploy")
+	if err == nil || !strings.Contains(err.Error(), "503") {
+		t.Fatalf("err = %v, want one naming the 503", err)
+	}
+	if strings.Contains(err.Error(), "s3cret") {
+		t.Errorf("the push error shows the password: %v", err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if !ok || user != "ci" || pass != "s3cret" {
+		t.Errorf("basic auth %q %q %v, want ci s3cret", user, pass, ok)
+	}
+}
+
 // BenchmarkObserve measures one live observation of each common kind, from parallel goroutines as
 // the planner and the agents deliver them.
 func BenchmarkObserve(b *testing.B) {
