@@ -39,7 +39,7 @@ type Live struct {
 	Tool     string // tool_call_*
 	Provider string // provider_request
 	Model    string // provider_request
-	Outcome  string // provider_request: how it ended (success, or the D27 reason of a failure)
+	Outcome  string // provider_request: how it ended ("ok", or the D27 reason of a failure, else its NIKA code); tool_call_finished, agent_finished: "ok" or the NIKA code
 	Reason   string // agent_nudge, agent_stalled
 
 	InputTokens, OutputTokens int // provider_request
