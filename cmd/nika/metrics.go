@@ -122,7 +122,7 @@ func (f *metricsFlags) start(w *workflow.Workflow, providers *provider.Registry,
 	}
 	if f.linger > 0 { // stopped by finish
 		r.interrupts = make(chan os.Signal, 1)
-		signal.Notify(r.interrupts, os.Interrupt, syscall.SIGTERM)
+		signal.Notify(r.interrupts, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP) // the run's own set (cmdRun)
 	}
 	return r, 0, true
 }

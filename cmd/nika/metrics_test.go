@@ -227,6 +227,12 @@ tasks:
 // An interrupted run does not linger (--metrics-linger ends at an interrupt), even when its state is
 // failure rather than cancelled because a task had failed before the interrupt.
 func TestRunMetricsNoLingerAfterInterrupt(t *testing.T) {
+	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGHUP} {
+		t.Run(sig.String(), func(t *testing.T) { noLingerAfter(t, sig) })
+	}
+}
+
+func noLingerAfter(t *testing.T, sig syscall.Signal) {
 	dir := t.TempDir()
 	writeFile(t, filepath.Join(dir, "failing.nika.yaml"), failingLong)
 	cmd := exec.Command(nikaBin, "run", "failing.nika.yaml", "--no-trace", "--no-progress", "--metrics-addr", "127.0.0.1:0", "--metrics-linger", "10m")
@@ -257,7 +263,7 @@ func TestRunMetricsNoLingerAfterInterrupt(t *testing.T) {
 	case <-time.After(30 * time.Second):
 		t.Fatal("no stderr line says that bad failed")
 	}
-	if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
+	if err := cmd.Process.Signal(sig); err != nil {
 		t.Fatal(err)
 	}
 	select {
