@@ -11,6 +11,7 @@ import (
 	"bufio"
 	"encoding/json"
 	"errors"
+	"github.com/nikahq/nika/tools/mcp/mcptest"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -126,7 +127,7 @@ func TestRunInvokeMCP(t *testing.T) {
 				t.Fatalf("outputs %q: %v", r.stdout, err)
 			}
 			// The run has ended: the grandchild the server spawned dies with its process group.
-			awaitGone(t, out.Pid, "the server's grandchild")
+			mcptest.AwaitGone(t, out.Pid, "the server's grandchild")
 		})
 	}
 }
@@ -170,7 +171,7 @@ func TestRunInterruptedMCPLeavesNoProcess(t *testing.T) {
 			if server <= 0 || child <= 0 {
 				t.Fatalf("ready line %q", line)
 			}
-			serverFD, childFD := pidfd(t, server), pidfd(t, child)
+			serverFD, childFD := mcptest.Pidfd(t, server), mcptest.Pidfd(t, child)
 			if err := cmd.Process.Signal(sig); err != nil {
 				t.Fatal(err)
 			}
@@ -179,9 +180,9 @@ func TestRunInterruptedMCPLeavesNoProcess(t *testing.T) {
 			if !errors.As(err, &ee) || ee.ExitCode() != exitInterrupt {
 				t.Fatalf("nika run: %v, want exit %d; stderr:\n%s", err, exitInterrupt, errb.String())
 			}
-			awaitExit(t, serverFD, "the MCP server")
-			awaitExit(t, childFD, "the MCP server's grandchild")
-			if got := groupMembers(t, server); len(got) != 0 {
+			mcptest.AwaitExit(t, serverFD, "the MCP server")
+			mcptest.AwaitExit(t, childFD, "the MCP server's grandchild")
+			if got := mcptest.GroupMembers(t, server); len(got) != 0 {
 				t.Errorf("the server's process group still holds %v after the run", got)
 			}
 		})
@@ -312,84 +313,6 @@ func TestRunAgentOverMCPFilesystemServer(t *testing.T) {
 }
 
 // ---- processes ----
-
-// awaitGone waits for a process that was killed a moment ago: one already reaped is gone.
-func awaitGone(t *testing.T, pid int, what string) {
-	t.Helper()
-	fd, _, errno := syscall.Syscall(sysPidfdOpen, uintptr(pid), 0, 0)
-	if errno == syscall.ESRCH {
-		return
-	}
-	if errno != 0 {
-		t.Fatalf("pidfd_open(%d): %v", pid, errno)
-	}
-	defer syscall.Close(int(fd))
-	awaitExit(t, int(fd), what)
-}
-
-// groupMembers lists the live (non-zombie) processes of a process group.
-func groupMembers(t *testing.T, pgid int) []int {
-	t.Helper()
-	ents, err := os.ReadDir("/proc")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out []int
-	for _, e := range ents {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		b, err := os.ReadFile("/proc/" + e.Name() + "/stat")
-		if err != nil {
-			continue
-		}
-		s := string(b)
-		f := strings.Fields(s[strings.LastIndexByte(s, ')')+2:]) // state, ppid, pgrp, …
-		if len(f) > 2 && f[2] == strconv.Itoa(pgid) && f[0] != "Z" && f[0] != "X" {
-			out = append(out, pid)
-		}
-	}
-	return out
-}
-
-// sysPidfdOpen is pidfd_open(2), numbered alike on every Linux architecture.
-const sysPidfdOpen = 434
-
-// pidfd opens a pidfd on a running process that is not a child of the test, so its exit can
-// be awaited.
-func pidfd(t *testing.T, pid int) int {
-	t.Helper()
-	fd, _, errno := syscall.Syscall(sysPidfdOpen, uintptr(pid), 0, 0)
-	if errno != 0 {
-		t.Fatalf("pidfd_open(%d): %v", pid, errno)
-	}
-	t.Cleanup(func() { syscall.Close(int(fd)) })
-	return int(fd)
-}
-
-// awaitExit blocks until the process behind a pidfd has exited (a zombie counts). A SIGKILL is
-// delivered asynchronously, so a process killed as nika exited may still be on its way out; the
-// bound only keeps a broken build from hanging the suite.
-func awaitExit(t *testing.T, fd int, what string) {
-	t.Helper()
-	for {
-		var set syscall.FdSet
-		set.Bits[fd/64] |= 1 << (uint(fd) % 64)
-		tv := syscall.Timeval{Sec: 60}
-		n, err := syscall.Select(fd+1, &set, nil, nil, &tv)
-		if errors.Is(err, syscall.EINTR) {
-			continue
-		}
-		if err != nil {
-			t.Fatalf("waiting for %s: %v", what, err)
-		}
-		if n == 0 {
-			t.Errorf("%s still runs a minute after nika exited", what)
-		}
-		return
-	}
-}
 
 // A registry that is asked for but cannot be used (NIKA_MCP_CONFIG names a missing file, or the
 // file does not parse) does not pass for "no registry": the mcp: call fails with NIKA-MCP-001

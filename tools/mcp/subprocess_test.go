@@ -6,10 +6,10 @@ import (
 	"bufio"
 	"context"
 	"errors"
+	"github.com/nikahq/nika/tools/mcp/mcptest"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -41,84 +41,6 @@ func echoServer(t *testing.T) string {
 		t.Fatal(echoErr)
 	}
 	return echoBin
-}
-
-// procGone reports whether a process no longer runs: it does not exist, or it is a zombie
-// waiting for a parent that is not ours to reap it.
-func procGone(pid int) bool {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return true
-	}
-	// The state follows the parenthesized command name.
-	s := string(b)
-	rest := s[strings.LastIndexByte(s, ')')+2:]
-	return rest[0] == 'Z' || rest[0] == 'X'
-}
-
-// sysPidfdOpen is pidfd_open(2), numbered alike on every Linux architecture.
-const sysPidfdOpen = 434
-
-// pidfd opens a pidfd on a running process, so its exit can be awaited though it is not a
-// child of the test.
-func pidfd(t *testing.T, pid int) int {
-	t.Helper()
-	fd, _, errno := syscall.Syscall(sysPidfdOpen, uintptr(pid), 0, 0)
-	if errno != 0 {
-		t.Fatalf("pidfd_open(%d): %v", pid, errno)
-	}
-	t.Cleanup(func() { syscall.Close(int(fd)) })
-	return int(fd)
-}
-
-// awaitExit blocks until the process behind a pidfd has exited (a zombie counts: it runs
-// nothing). SIGKILL is delivered asynchronously, so a process killed a moment ago may still be
-// on its way out; the bound only keeps a broken build from hanging the suite.
-func awaitExit(t *testing.T, fd int, what string) {
-	t.Helper()
-	for {
-		var set syscall.FdSet
-		set.Bits[fd/64] |= 1 << (uint(fd) % 64)
-		tv := syscall.Timeval{Sec: 60}
-		n, err := syscall.Select(fd+1, &set, nil, nil, &tv)
-		if errors.Is(err, syscall.EINTR) {
-			continue
-		}
-		if err != nil {
-			t.Fatalf("waiting for %s: %v", what, err)
-		}
-		if n == 0 {
-			t.Errorf("%s still runs a minute after Close", what)
-		}
-		return
-	}
-}
-
-// groupMembers lists the live (non-zombie) processes of a process group.
-func groupMembers(t *testing.T, pgid int) []int {
-	t.Helper()
-	ents, err := os.ReadDir("/proc")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out []int
-	for _, e := range ents {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		b, err := os.ReadFile("/proc/" + e.Name() + "/stat")
-		if err != nil {
-			continue
-		}
-		s := string(b)
-		f := strings.Fields(s[strings.LastIndexByte(s, ')')+2:])
-		// f[0] state, f[1] ppid, f[2] pgrp
-		if len(f) > 2 && f[2] == strconv.Itoa(pgid) && f[0] != "Z" && f[0] != "X" {
-			out = append(out, pid)
-		}
-	}
-	return out
 }
 
 func echoClient(t *testing.T, env map[string]string) *Client {
@@ -221,22 +143,22 @@ func TestSubprocessCloseKillsGroup(t *testing.T) {
 	}
 	child := out.(map[string]any)["pid"].(int)
 	server := c.Pid("echo")
-	if server == 0 || procGone(server) || procGone(child) {
-		t.Fatalf("before Close: server %d gone=%v, grandchild %d gone=%v", server, procGone(server), child, procGone(child))
+	if server == 0 || mcptest.ProcGone(server) || mcptest.ProcGone(child) {
+		t.Fatalf("before Close: server %d gone=%v, grandchild %d gone=%v", server, mcptest.ProcGone(server), child, mcptest.ProcGone(child))
 	}
-	if got := groupMembers(t, server); len(got) != 2 {
+	if got := mcptest.GroupMembers(t, server); len(got) != 2 {
 		t.Errorf("the server's group holds %v, want the server and its grandchild", got)
 	}
-	serverFD, childFD := pidfd(t, server), pidfd(t, child)
+	serverFD, childFD := mcptest.Pidfd(t, server), mcptest.Pidfd(t, child)
 	if err := c.Close(); err != nil {
 		t.Fatal(err)
 	}
-	awaitExit(t, serverFD, "the server")
-	awaitExit(t, childFD, "the grandchild")
-	if !procGone(server) || !procGone(child) {
-		t.Errorf("after Close: server %d gone=%v, grandchild %d gone=%v", server, procGone(server), child, procGone(child))
+	mcptest.AwaitExit(t, serverFD, "the server")
+	mcptest.AwaitExit(t, childFD, "the grandchild")
+	if !mcptest.ProcGone(server) || !mcptest.ProcGone(child) {
+		t.Errorf("after Close: server %d gone=%v, grandchild %d gone=%v", server, mcptest.ProcGone(server), child, mcptest.ProcGone(child))
 	}
-	if got := groupMembers(t, server); len(got) != 0 {
+	if got := mcptest.GroupMembers(t, server); len(got) != 0 {
 		t.Errorf("after Close the server's group still holds %v", got)
 	}
 }
@@ -284,13 +206,13 @@ func TestSubprocessCancelAndCloseMidCall(t *testing.T) {
 		errc <- err
 	}()
 	ready()
-	serverFD := pidfd(t, server)
+	serverFD := mcptest.Pidfd(t, server)
 	if err := c.Close(); err != nil {
 		t.Fatal(err)
 	}
-	awaitExit(t, serverFD, "the server")
+	mcptest.AwaitExit(t, serverFD, "the server")
 	asError(t, <-errc, CodeUnavailable)
-	if got := groupMembers(t, server); len(got) != 0 {
+	if got := mcptest.GroupMembers(t, server); len(got) != 0 {
 		t.Errorf("after Close the server's group still holds %v", got)
 	}
 }
@@ -305,7 +227,7 @@ func TestSubprocessCrashWithGrandchildOnStdout(t *testing.T) {
 		t.Fatal(err)
 	}
 	child := out.(map[string]any)["pid"].(int)
-	childFD := pidfd(t, child)
+	childFD := mcptest.Pidfd(t, child)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	_, err = c.Call(ctx, "mcp:echo/crash", nil)
@@ -313,7 +235,7 @@ func TestSubprocessCrashWithGrandchildOnStdout(t *testing.T) {
 	if !se.Transient {
 		t.Error("a crash must be transient")
 	}
-	awaitExit(t, childFD, "the grandchild")
+	mcptest.AwaitExit(t, childFD, "the grandchild")
 	if out, err := c.Call(ctx, "mcp:echo/echo", map[string]any{"text": "again"}); err != nil || out != "again" {
 		t.Fatalf("after the crash: %v, %v", out, err)
 	}
