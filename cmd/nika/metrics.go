@@ -117,7 +117,8 @@ func (f *metricsFlags) start(w *workflow.Workflow, providers *provider.Registry,
 			fmt.Fprintf(stderr, "nika run: serving metrics: %v\n", err)
 		}
 	}()
-	if !quiet {
+	// With port 0 this line is the only way to learn the address, so --quiet keeps it then.
+	if _, port, _ := net.SplitHostPort(f.addr); !quiet || port == "0" {
 		fmt.Fprintf(stderr, "nika run: serving metrics at %s\n", r.url)
 	}
 	if f.linger > 0 { // stopped by finish

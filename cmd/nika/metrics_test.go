@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os/exec"
@@ -276,5 +277,25 @@ func noLingerAfter(t *testing.T, sig syscall.Signal) {
 		}
 	case <-time.After(30 * time.Second): // a guard against a hang, not a timing assertion
 		t.Fatal("an interrupted run with a failed task kept serving /metrics for its linger")
+	}
+}
+
+// With port 0 the address line is the only way to learn where the metrics are, so --quiet keeps
+// it (and only it) on stderr; a fixed port under --quiet prints nothing.
+func TestRunMetricsQuietNamesAPickedPort(t *testing.T) {
+	dir := meteredDir(t)
+	r := runBinary(t, dir, "run", "metered.nika.yaml", "--no-trace", "--quiet", "--metrics-addr", "127.0.0.1:0")
+	if r.code != 0 || !regexp.MustCompile(`^nika run: serving metrics at http://127\.0\.0\.1:\d+/metrics\n$`).MatchString(r.stderr) {
+		t.Errorf("exit %d, stderr %q; want only the address line", r.code, r.stderr)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	r = runBinary(t, dir, "run", "metered.nika.yaml", "--no-trace", "--quiet", "--metrics-addr", addr)
+	if r.code != 0 || r.stderr != "" {
+		t.Errorf("fixed port: exit %d, stderr %q; want nothing", r.code, r.stderr)
 	}
 }
