@@ -11,7 +11,6 @@ import (
 	"bufio"
 	"encoding/json"
 	"errors"
-	"github.com/nikahq/nika/tools/mcp/mcptest"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -23,6 +22,8 @@ import (
 	"sync"
 	"syscall"
 	"testing"
+
+	"github.com/nikahq/nika/tools/mcp/mcptest"
 )
 
 var (

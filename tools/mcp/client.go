@@ -70,6 +70,12 @@ const (
 // DefaultGrace is how long Close lets a server exit after closing its stdin.
 const DefaultGrace = time.Second
 
+// DefaultStartTimeout is Options.StartTimeout's default.
+const DefaultStartTimeout = 30 * time.Second
+
+// errStartTimeout is the cause of a start abandoned at StartTimeout.
+var errStartTimeout = errors.New("start timed out")
+
 // protocolVersion is the version nika asks for: the initialize handshake every stdio server
 // speaks, rather than the stateless discovery of later versions that many do not.
 const protocolVersion = "2025-11-25"
@@ -89,6 +95,10 @@ type Options struct {
 	Grace time.Duration
 	// Version is the client version announced to servers; "" means "dev".
 	Version string
+	// StartTimeout bounds a server's start, up to the end of the MCP handshake; 0 means
+	// DefaultStartTimeout. A command that never speaks MCP would otherwise hold every call
+	// waiting for it until their own contexts end (forever for a task without a timeout).
+	StartTimeout time.Duration
 	// Dial, when set, replaces starting the registry's command: it returns the transport to one
 	// registered server (tests use in-memory transports; an embedding program may speak to
 	// servers it runs itself). There is then no process for Close to kill.
@@ -422,7 +432,11 @@ func (c *Client) watch(sv *server, cn *conn) {
 // start starts one server and opens its session. ctx bounds the start (the handshake
 // included); so does Close.
 func (c *Client) start(ctx context.Context, name string, cfg Server) (*conn, *spec.Error) {
-	startCtx, cancel := context.WithCancel(ctx)
+	timeout := c.opts.StartTimeout
+	if timeout <= 0 {
+		timeout = DefaultStartTimeout
+	}
+	startCtx, cancel := context.WithTimeoutCause(ctx, timeout, errStartTimeout)
 	defer cancel()
 	defer context.AfterFunc(c.closing, cancel)()
 	cn := &conn{name: name, grace: c.opts.Grace, gone: make(chan struct{}), listSem: make(chan struct{}, 1)}
@@ -451,6 +465,9 @@ func (c *Client) start(ctx context.Context, name string, cfg Server) (*conn, *sp
 	if err != nil {
 		if cn.proc != nil {
 			cn.proc.kill() // whatever the half-started server left behind
+		}
+		if ctx.Err() == nil && errors.Is(context.Cause(startCtx), errStartTimeout) {
+			err = fmt.Errorf("it did not complete the MCP handshake within %s (is its command an MCP server on stdio?): %w", timeout, err)
 		}
 		return nil, c.startError(ctx, cn, name, err)
 	}

@@ -6,15 +6,18 @@ import (
 	"bufio"
 	"context"
 	"errors"
-	"github.com/nikahq/nika/tools/mcp/mcptest"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/nikahq/nika/spec"
+	"github.com/nikahq/nika/tools/mcp/mcptest"
 )
 
 // The echo server of testdata/echoserver, built once per test binary.
@@ -239,4 +242,26 @@ func TestSubprocessCrashWithGrandchildOnStdout(t *testing.T) {
 	if out, err := c.Call(ctx, "mcp:echo/echo", map[string]any{"text": "again"}); err != nil || out != "again" {
 		t.Fatalf("after the crash: %v, %v", out, err)
 	}
+}
+
+// A command that never speaks MCP fails its start at StartTimeout with a transient NIKA-MCP-001
+// that says so, instead of holding its callers until their own contexts end; the process dies.
+func TestSubprocessStartTimeout(t *testing.T) {
+	pidFile := filepath.Join(t.TempDir(), "pid")
+	reg := &Registry{path: "reg.json", invalid: map[string]string{}, servers: map[string]Server{
+		"mute": {Command: "sh", Args: []string{"-c", "echo $$ > " + pidFile + "; exec sleep 300"}},
+	}}
+	c := NewClient(reg, Options{StartTimeout: 300 * time.Millisecond})
+	defer c.Close()
+	_, err := c.List(context.Background(), "mute")
+	var se *spec.Error
+	if !errors.As(err, &se) || se.Code != CodeUnavailable || !se.Transient || !strings.Contains(se.Message, "did not complete the MCP handshake within 300ms") {
+		t.Fatalf("List = %v, want a transient NIKA-MCP-001 naming the handshake timeout", err)
+	}
+	b, err := os.ReadFile(pidFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid, _ := strconv.Atoi(strings.TrimSpace(string(b)))
+	mcptest.AwaitGone(t, pid, "the mute server")
 }
