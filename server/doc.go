@@ -25,7 +25,10 @@
 //     as its canonical JSON text, converted by the var's declared type.
 //   - Security (D35): every run gets spec.IntersectPermits(ceiling, own):
 //     a workflow without `permits` runs under the ceiling (default `{}`,
-//     pure compute). Env secrets are read only from names allowed by
+//     pure compute). The submission is checked under that intersection
+//     (spec.CheckOptions.Ceiling), so a literal subject it refuses (an exec
+//     under `{}`) is a 400 with its finding; subjects known only at run time
+//     are checked then. Env secrets are read only from names allowed by
 //     SecretEnv; any other env secret, and every `source: file` secret
 //     (permits do not govern secret files, so a submitted workflow could
 //     otherwise read any file the server can), is refused with 400

@@ -151,7 +151,11 @@ func (s *Server) handleSubmit(w http.ResponseWriter, req *http.Request) {
 		writeError(w, http.StatusBadRequest, err.Error())
 		return
 	}
-	a := spec.CheckSource(name, src, s.opts.Check)
+	// Checked under the ceiling: what the run would refuse (an exec under `{}`) is a 400 with
+	// its finding now, and the compiled workflow carries the effective permits.
+	opts := s.opts.Check
+	opts.Ceiling = s.ceiling
+	a := spec.CheckSource(name, src, opts)
 	result := spec.FileResult{Name: name, File: a.File, Findings: a.Findings}
 	if !result.Valid() {
 		w.Header().Set("Content-Type", "application/json")

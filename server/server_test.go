@@ -447,26 +447,37 @@ func TestParsePermits(t *testing.T) {
 }
 
 // D35: a workflow that runs exec is refused with NIKA-SEC-004 under the
-// default ceiling, with or without its own permits; a ceiling that allows
-// exec lets it run (the refusal comes from the ceiling, not from exec).
+// default ceiling, with or without its own permits: at submission (400, the
+// checker runs under the ceiling) when the program is literal, at run time
+// when it is an expression; a ceiling that allows exec lets it run (the
+// refusal comes from the ceiling, not from exec).
 func TestExecUnderTheCeiling(t *testing.T) {
 	const noPermits = "nika: v1\nworkflow: ex\ntasks:\n  - id: run\n    exec: { command: [\"echo\", \"hi\"] }\n"
 	const ownPermits = "nika: v1\nworkflow: ex\npermits: { exec: [\"echo\"] }\ntasks:\n  - id: run\n    exec: { command: [\"echo\", \"hi\"] }\n"
+	const dynamic = "nika: v1\nworkflow: ex\nvars:\n  prog: { type: string, default: echo }\npermits: { exec: [\"echo\"] }\ntasks:\n  - id: run\n    exec: { command: [\"${{ vars.prog }}\", \"hi\"] }\n"
 	for _, tc := range []struct {
 		name    string
 		ceiling *spec.Permits
 		yaml    string
-		state   string
+		state   string // "refused": a 400 at submission
 		code    string
 	}{
-		{"default ceiling, no permits", nil, noPermits, "failure", "NIKA-SEC-004"},
-		{"default ceiling, own permits", nil, ownPermits, "failure", "NIKA-SEC-004"},
-		{"ceiling allows sh only", &spec.Permits{ExecList: []string{"sh"}}, ownPermits, "failure", "NIKA-SEC-004"},
+		{"default ceiling, no permits", nil, noPermits, "refused", "NIKA-SEC-004"},
+		{"default ceiling, own permits", nil, ownPermits, "refused", "NIKA-SEC-004"},
+		{"ceiling allows sh only", &spec.Permits{ExecList: []string{"sh"}}, ownPermits, "refused", "NIKA-SEC-004"},
+		{"ceiling allows sh only, program from an expression", &spec.Permits{ExecList: []string{"sh"}}, dynamic, "failure", "NIKA-SEC-004"},
 		{"ceiling allows exec, no permits", &spec.Permits{Exec: true}, noPermits, "success", ""},
 		{"ceiling allows echo, own permits", &spec.Permits{ExecList: []string{"echo"}}, ownPermits, "success", ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, c := start(t, Options{Permits: tc.ceiling})
+			if tc.state == "refused" {
+				code, b := c.do("POST", "/v1/runs", body(tc.yaml, nil))
+				if code != http.StatusBadRequest || !strings.Contains(string(b), `"code":"`+tc.code+`"`) {
+					t.Errorf("POST = %d %s; want 400 with %s", code, b, tc.code)
+				}
+				return
+			}
 			id := c.submit(tc.yaml, nil)
 			c.events(id)
 			st := c.get(id)
@@ -815,6 +826,9 @@ func TestRunsGetTheMCPRegistry(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The tool is checked at submission under the ceiling; the default ceiling's refusal is
+	// a 400 (TestLiteralSubjectsRefusedAtSubmission), so this test runs under ceilings that
+	// admit the tool.
 	const yaml = "nika: v1\nworkflow: m\ntasks:\n  - id: call\n    invoke: { tool: \"mcp:ghost/echo\", args: {} }\n"
 	for _, tc := range []struct {
 		name    string
@@ -822,7 +836,6 @@ func TestRunsGetTheMCPRegistry(t *testing.T) {
 		ceiling *spec.Permits
 		code    string
 	}{
-		{"default ceiling", reg, nil, "NIKA-SEC-004"},
 		{"ceiling admits mcp", reg, &spec.Permits{Tools: []string{"mcp:**"}, ToolsSet: true}, "NIKA-MCP-001"},
 		{"no registry", nil, &spec.Permits{Tools: []string{"mcp:**"}, ToolsSet: true}, "NIKA-INVOKE-001"},
 	} {

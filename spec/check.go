@@ -16,6 +16,11 @@ type CheckOptions struct {
 	// MCPServers are the names in the engine's MCP registry. Nil means the
 	// registry is not visible: unregistered servers are then a runtime error.
 	MCPServers []string
+	// Ceiling, when set, is a permits ceiling the workflow runs under (nika serve's --permits,
+	// D35): the static permit checks and Analysis.Permits use Ceiling ∩ the file's own permits
+	// (IntersectPermits; a file without permits gets the ceiling), so what the run would refuse
+	// is refused before it is accepted.
+	Ceiling *Permits
 }
 
 // Check runs every static check of LANGUAGE.md on a parsed file and returns

@@ -111,6 +111,17 @@ func (c *checker) permits(n *Node) {
 // permitsAndBlocklist checks literal subjects against permits (SEC-004) and
 // literal shell commands against the blocklist (SEC-001).
 func (c *checker) permitsAndBlocklist() {
+	if c.opts.Ceiling != nil {
+		c.a.Permits = IntersectPermits(c.opts.Ceiling, c.a.Permits)
+		from := len(c.findings)
+		defer func() { // say where the narrower permits come from
+			for i := from; i < len(c.findings); i++ {
+				if c.findings[i].Code == CodeSecPermits {
+					c.findings[i].Detail += " This workflow runs under the server's permits ceiling (nika serve --permits), intersected with its own `permits`."
+				}
+			}
+		}()
+	}
 	for _, t := range c.tasks {
 		if t.bad {
 			continue

@@ -292,10 +292,14 @@ func TestServeEndpoints(t *testing.T) {
 			t.Errorf("run %s: %s %v", id, state, rep)
 		}
 	}
-	// The ceiling is exec [cat]: echo is refused at run time.
-	id := s.submit("nika: v1\nworkflow: e\ntasks:\n  - id: run\n    exec: { command: [\"echo\", \"hi\"] }\n")
+	// The ceiling is exec [cat]: a literal echo is refused at submission (the check runs under
+	// the ceiling), an echo from an expression at run time.
+	if code, body := s.do("POST", "/v1/runs", submitBody("nika: v1\nworkflow: e\ntasks:\n  - id: run\n    exec: { command: [\"echo\", \"hi\"] }\n")); code != http.StatusBadRequest || !strings.Contains(body, "NIKA-SEC-004") {
+		t.Errorf("literal echo under exec [cat]: %d %s, want 400 with NIKA-SEC-004", code, body)
+	}
+	id := s.submit("nika: v1\nworkflow: e\nvars:\n  prog: { type: string, default: echo }\ntasks:\n  - id: run\n    exec: { command: [\"${{ vars.prog }}\", \"hi\"] }\n")
 	if state, rep := s.finish(id); state != "failure" || !strings.Contains(fmt.Sprint(rep["tasks"]), "NIKA-SEC-004") {
-		t.Errorf("echo under exec [cat]: %s %v, want failure with NIKA-SEC-004", state, rep)
+		t.Errorf("echo from an expression under exec [cat]: %s %v, want failure with NIKA-SEC-004", state, rep)
 	}
 	s.cmd.Process.Signal(syscall.SIGTERM)
 	if code := s.wait(); code != 0 {
@@ -304,20 +308,22 @@ func TestServeEndpoints(t *testing.T) {
 }
 
 // D35: under the default ceiling {} a submitted exec is refused with
-// NIKA-SEC-004; the run is counted in /metrics.
+// NIKA-SEC-004, at submission (400 with the finding); an allowed run is
+// counted in /metrics.
 func TestServeExecRefusedUnderDefaultCeiling(t *testing.T) {
 	s := startServe(t, t.TempDir())
-	id := s.submit("nika: v1\nworkflow: e\ntasks:\n  - id: run\n    exec: { command: [\"echo\", \"hi\"] }\n")
-	state, rep := s.finish(id)
-	tasks, _ := rep["tasks"].(map[string]any)
-	run, _ := tasks["run"].(map[string]any)
-	e, _ := run["error"].(map[string]any)
-	if state != "failure" || e["code"] != "NIKA-SEC-004" {
-		t.Errorf("exec under {}: %s %v, want failure with NIKA-SEC-004", state, rep)
+	code, body := s.do("POST", "/v1/runs", submitBody("nika: v1\nworkflow: e\ntasks:\n  - id: run\n    exec: { command: [\"echo\", \"hi\"] }\n"))
+	if code != http.StatusBadRequest || !strings.Contains(body, `"code":"NIKA-SEC-004"`) || !strings.Contains(body, "permits ceiling") {
+		t.Errorf("exec under {}: %d %s, want 400 with NIKA-SEC-004 naming the ceiling", code, body)
+	}
+	// A run that passes the check (pure compute, as {} allows) reaches the metrics.
+	id := s.submit("nika: v1\nworkflow: e\nmodel: mock/echo\ntasks:\n  - id: run\n    infer: { prompt: hi }\n")
+	if state, _ := s.finish(id); state != "success" {
+		t.Errorf("infer under {}: %s, want success", state)
 	}
 	// The run reached the process's metrics through its live stream.
 	code, metrics := s.do("GET", "/metrics", "")
-	if want := `nika_workflow_runs_total{state="failure",workflow="e"} 1`; code != http.StatusOK || !strings.Contains(metrics, want) {
+	if want := `nika_workflow_runs_total{state="success",workflow="e"} 1`; code != http.StatusOK || !strings.Contains(metrics, want) {
 		t.Errorf("/metrics: %d, want a line %q in:\n%s", code, want, metrics)
 	}
 	s.cmd.Process.Signal(syscall.SIGTERM)
