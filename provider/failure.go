@@ -1,6 +1,7 @@
 package provider
 
 import (
+	"net/http"
 	"strings"
 	"unicode"
 
@@ -108,4 +109,44 @@ func SplitModel(model string) (provider, name string, ok bool) {
 		return provider, name, false
 	}
 	return provider, name, true
+}
+
+// StatusReason is the D27 reason of an HTTP error status when the error body said nothing more
+// specific; quota marks a 429 that the body blames on an exhausted quota or balance. A 2xx
+// status (an error object in a successful body) is a server error.
+func StatusReason(status int, quota bool) string {
+	switch {
+	case status == http.StatusTooManyRequests:
+		if quota {
+			return ReasonQuotaExceeded
+		}
+		return ReasonRateLimited
+	case status == http.StatusPaymentRequired:
+		return ReasonQuotaExceeded
+	case status == http.StatusUnauthorized || status == http.StatusForbidden:
+		return ReasonAuthFailed
+	case status == http.StatusNotFound:
+		return ReasonModelNotFound
+	case status == http.StatusRequestTimeout || status == http.StatusGatewayTimeout:
+		return ReasonTimeout
+	case status == http.StatusConflict || status >= 500:
+		return ReasonServerError
+	case status >= 400:
+		return ReasonBadRequest
+	}
+	return ReasonServerError
+}
+
+// OneLine collapses white space (newlines included) to single spaces and cuts s to at most n
+// bytes on a rune boundary, marking a cut with "…": provider text quoted in an error message.
+func OneLine(s string, n int) string {
+	s = strings.Join(strings.FieldsFunc(s, unicode.IsSpace), " ")
+	if len(s) > n {
+		i := n
+		for i > 0 && (s[i]&0xC0) == 0x80 {
+			i--
+		}
+		s = s[:i] + "…"
+	}
+	return s
 }

@@ -13,7 +13,6 @@ import (
 	"net/http"
 	"strings"
 	"time"
-	"unicode"
 
 	"github.com/nikahq/nika/provider"
 )
@@ -194,10 +193,10 @@ func (a *Adapter) failure(model string, status int, retry int64, raw []byte) pro
 		msg += " " + etype
 	}
 	if emsg != "" {
-		msg += ": " + oneLine(emsg, 300)
+		msg += ": " + provider.OneLine(emsg, 300)
 	}
 	if eb.RequestID != "" {
-		msg += " (request " + oneLine(eb.RequestID, 100) + ")"
+		msg += " (request " + provider.OneLine(eb.RequestID, 100) + ")"
 	}
 	return provider.Failed(provider.Failure{
 		Provider: providerName, Model: model, Status: status, Reason: reason,
@@ -233,38 +232,5 @@ func classify(status int, etype, emsg string) string {
 			return provider.ReasonBadRequest
 		}
 	}
-	switch {
-	case status == http.StatusTooManyRequests:
-		if quota {
-			return provider.ReasonQuotaExceeded
-		}
-		return provider.ReasonRateLimited
-	case status == http.StatusPaymentRequired:
-		return provider.ReasonQuotaExceeded
-	case status == http.StatusUnauthorized || status == http.StatusForbidden:
-		return provider.ReasonAuthFailed
-	case status == http.StatusNotFound:
-		return provider.ReasonModelNotFound
-	case status == http.StatusRequestTimeout || status == http.StatusGatewayTimeout:
-		return provider.ReasonTimeout
-	case status == http.StatusConflict || status >= 500:
-		return provider.ReasonServerError
-	case status >= 400:
-		return provider.ReasonBadRequest
-	}
-	// An error object in a 2xx body with an unknown type.
-	return provider.ReasonServerError
-}
-
-// oneLine collapses white space and cuts s to at most n bytes (on a rune boundary).
-func oneLine(s string, n int) string {
-	s = strings.Join(strings.FieldsFunc(s, unicode.IsSpace), " ")
-	if len(s) > n {
-		i := n
-		for i > 0 && (s[i]&0xC0) == 0x80 {
-			i--
-		}
-		s = s[:i] + "…"
-	}
-	return s
+	return provider.StatusReason(status, quota)
 }

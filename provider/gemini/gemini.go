@@ -17,7 +17,6 @@ import (
 	"regexp"
 	"strings"
 	"time"
-	"unicode"
 
 	"github.com/nikahq/nika/provider"
 )
@@ -197,10 +196,10 @@ func (a *Adapter) failure(model string, status int, h http.Header, raw []byte) p
 	reason := classify(status, we)
 	msg := fmt.Sprintf("gemini: HTTP %d", status)
 	if we.Status != "" {
-		msg += " " + oneLine(we.Status, 60)
+		msg += " " + provider.OneLine(we.Status, 60)
 	}
 	if we.Message != "" {
-		msg += ": " + oneLine(we.Message, 300)
+		msg += ": " + provider.OneLine(we.Message, 300)
 	}
 	return provider.Failed(provider.Failure{
 		Provider: providerName, Model: model, Status: status, Reason: reason,
@@ -237,27 +236,7 @@ func classify(status int, we wireError) string {
 			return provider.ReasonBadRequest
 		}
 	}
-	switch {
-	case status == http.StatusTooManyRequests:
-		if dailyQuota(we) {
-			return provider.ReasonQuotaExceeded
-		}
-		return provider.ReasonRateLimited
-	case status == http.StatusPaymentRequired:
-		return provider.ReasonQuotaExceeded
-	case status == http.StatusUnauthorized || status == http.StatusForbidden:
-		return provider.ReasonAuthFailed
-	case status == http.StatusNotFound:
-		return provider.ReasonModelNotFound
-	case status == http.StatusRequestTimeout || status == http.StatusGatewayTimeout:
-		return provider.ReasonTimeout
-	case status == http.StatusConflict || status >= 500:
-		return provider.ReasonServerError
-	case status >= 400:
-		return provider.ReasonBadRequest
-	}
-	// An error object in a 2xx body.
-	return provider.ReasonServerError
+	return provider.StatusReason(status, dailyQuota(we))
 }
 
 // dailyQuota reports a 429 that will not clear within the retry window (WIRES §3.4): a QuotaFailure
@@ -300,17 +279,4 @@ func retryAfterMs(h http.Header, we wireError, now time.Time) int64 {
 
 func durationMs(d time.Duration) int64 {
 	return int64(math.Ceil(min(float64(d)/float64(time.Millisecond), math.MaxInt32)))
-}
-
-// oneLine collapses white space and cuts s to at most n bytes (on a rune boundary).
-func oneLine(s string, n int) string {
-	s = strings.Join(strings.FieldsFunc(s, unicode.IsSpace), " ")
-	if len(s) > n {
-		i := n
-		for i > 0 && (s[i]&0xC0) == 0x80 {
-			i--
-		}
-		s = s[:i] + "…"
-	}
-	return s
 }

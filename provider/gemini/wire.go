@@ -369,9 +369,9 @@ func objectArgs(raw json.RawMessage) (json.RawMessage, error) {
 func decodeResponse(wr wireResponse, n *names, ordinal int) (*provider.Response, *provider.Failure) {
 	if len(wr.Candidates) == 0 {
 		if pf := wr.PromptFeedback; pf != nil && pf.BlockReason != "" {
-			msg := "gemini: prompt blocked (" + oneLine(pf.BlockReason, 60) + ")"
+			msg := "gemini: prompt blocked (" + provider.OneLine(pf.BlockReason, 60) + ")"
 			if pf.BlockReasonMessage != "" {
-				msg += ": " + oneLine(pf.BlockReasonMessage, 300)
+				msg += ": " + provider.OneLine(pf.BlockReasonMessage, 300)
 			}
 			return nil, &provider.Failure{Reason: provider.ReasonContentFilter, Message: msg}
 		}
@@ -432,9 +432,9 @@ func decodeResponse(wr wireResponse, n *names, ordinal int) (*provider.Response,
 	}
 	stop := stopReason(cand.FinishReason, calls > 0)
 	if stop == provider.StopContentFilter && strings.TrimSpace(provider.Text(msg)) == "" && calls == 0 {
-		m := "gemini: reply blocked (" + oneLine(cand.FinishReason, 60) + ")"
+		m := "gemini: reply blocked (" + provider.OneLine(cand.FinishReason, 60) + ")"
 		if cand.FinishMessage != "" {
-			m += ": " + oneLine(cand.FinishMessage, 300)
+			m += ": " + provider.OneLine(cand.FinishMessage, 300)
 		}
 		return nil, &provider.Failure{Reason: provider.ReasonContentFilter, Message: m}
 	}
