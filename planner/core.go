@@ -152,7 +152,13 @@ func (c *Core) becameTerminal(tr *taskRun) {
 
 // Start begins the run: workflow_started, then every task whose
 // dependencies are all terminal (those without any) is gated.
-func (c *Core) Start(now time.Time) Step {
+func (c *Core) Start(now time.Time) Step { return c.start(now, false) }
+
+// StartCancelled begins a run the user cancelled before it started: after
+// workflow_started every task is cancelled and none starts (LANGUAGE.md §3.4).
+func (c *Core) StartCancelled(now time.Time) Step { return c.start(now, true) }
+
+func (c *Core) start(now time.Time, cancelled bool) Step {
 	c.begin(now)
 	if c.started {
 		return c.end()
@@ -161,6 +167,12 @@ func (c *Core) Start(now time.Time) Step {
 	c.emitRun(event.WorkflowStarted, map[string]any{
 		"workflow": c.w.Name, "tasks": len(c.w.Tasks), "seed": c.cfg.Seed, "vars": c.in.Vars,
 	})
+	if cancelled {
+		c.cancelled = true
+		for _, tr := range c.tasks {
+			tr.userCancel(c)
+		}
+	}
 	c.advance()
 	return c.end()
 }

@@ -90,8 +90,14 @@ func (d *driver) run() Result {
 	}()
 	begun := d.opts.Clock()
 	d.live(event.Live{Kind: event.LiveWorkflowStarted})
-	step := d.core.Start(begun)
 	userDone := d.base.Done()
+	var step Step
+	if d.base.Err() != nil { // cancelled before it began: nothing starts (LANGUAGE.md §3.4)
+		userDone = nil
+		step = d.core.StartCancelled(begun)
+	} else {
+		step = d.core.Start(begun)
+	}
 	for {
 		d.carryOut(step)
 		if step.Done && len(d.running) == 0 {
