@@ -231,10 +231,17 @@ func (d *driver) start(wk Work) {
 	job.Live = d.liveNotes(wk.ID)
 	job.Inspect = d.inspector()
 	d.liveStarted(wk.ID, job.Verb)
+	// A second signal (Options.Finally cancelled) abandons on_finally: the steps after it do not run.
+	abandoned := wk.ID.Finally >= 0 && parent.Err() != nil
 	d.wg.Add(1)
 	go func() {
 		defer d.wg.Done()
-		out := runVerb(ctx, verb, job)
+		var out workflow.Outcome
+		if abandoned {
+			out = workflow.Failed(spec.NewError("NIKA-CANCEL-001", "on_finally was abandoned", nil))
+		} else {
+			out = runVerb(ctx, verb, job)
+		}
 		if out.Err != nil && context.Cause(ctx) == errStepTimeout {
 			out = workflow.Failed(spec.NewError("NIKA-TIMEOUT-001", fmt.Sprintf("on_finally step %d of task %q timed out after %s", wk.ID.Finally, wk.ID.Task, wk.Timeout),
 				map[string]any{"timeout": wk.Timeout.String()}))

@@ -62,3 +62,31 @@ func TestCancelledBeforeStartStartsNothing(t *testing.T) {
 		}
 	}
 }
+
+// A second signal (Options.Finally cancelled) abandons on_finally (LANGUAGE.md
+// §3.4): the step it interrupts ends, and the steps after it are not run. Step 0
+// gives the second signal itself and waits until its context ends; step 1 must
+// never reach its verb.
+func TestSecondSignalAbandonsLaterFinallySteps(t *testing.T) {
+	w := compile(t, header+`tasks:
+  - id: a
+    exec: { command: ["echo", "x"] }
+    on_finally:
+      - exec: { command: ["cancel"] }
+      - exec: { command: ["log", "after abandon"] }
+`)
+	fin, abandon := context.WithCancel(context.Background())
+	defer abandon()
+	s := newScript()
+	s.cancel = abandon
+	mem := event.NewMemory()
+	res := Run(context.Background(), w, Inputs{}, Options{Verbs: map[string]Verb{"exec": s}, Canonical: mem, Finally: fin})
+	for _, e := range mem.Events() {
+		if e.Kind == event.Log && e.Fields["message"] == "after abandon" {
+			t.Error("on_finally step 1 ran after the second signal abandoned on_finally")
+		}
+	}
+	if a := res.Tasks[0]; a.Status != "success" {
+		t.Errorf("a = %s, want success (on_finally does not change the outcome)", a.Status)
+	}
+}
