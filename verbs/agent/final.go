@@ -125,16 +125,24 @@ func (r *run) finalize(ctx context.Context, text string) (any, *spec.Error) {
 		map[string]any{"stage": StageFinalize, "detail": detail})
 }
 
-// composeResult is D31's result shape, fields in this order.
+// composeResult is D31's result shape for a checked draft (stage "check"), fields in this order. Every
+// field is always present: a draft with no finding says so with "conformance":[] and
+// "conformance_total":0, rather than leaving the model to guess what a missing field means.
 type composeResult struct {
 	Valid            bool             `json:"valid"`
 	Stage            string           `json:"stage"`
-	Error            string           `json:"error,omitempty"`
-	Conformance      []composeFinding `json:"conformance,omitempty"`
-	ConformanceTotal *int             `json:"conformance_total,omitempty"`
-	WarningsTotal    *int             `json:"warnings_total,omitempty"`
-	Tasks            *int             `json:"tasks,omitempty"`
-	Waves            *int             `json:"waves,omitempty"`
+	Conformance      []composeFinding `json:"conformance"`
+	ConformanceTotal int              `json:"conformance_total"`
+	WarningsTotal    int              `json:"warnings_total"`
+	Tasks            int              `json:"tasks"`
+	Waves            int              `json:"waves"`
+}
+
+// composeFailure is the result of an args, size or parse failure (AGENT.md §9): exactly these three fields.
+type composeFailure struct {
+	Valid bool   `json:"valid"`
+	Stage string `json:"stage"`
+	Error string `json:"error"`
 }
 
 type composeFinding struct {
@@ -163,10 +171,10 @@ func compose(args json.RawMessage) []byte {
 	var a map[string]json.RawMessage
 	var draft string
 	if json.Unmarshal(args, &a) != nil || json.Unmarshal(a["workflow_yaml"], &draft) != nil {
-		return encode(composeResult{Stage: "args", Error: "NIKA-BUILTIN-001" + dispatch.Separator + "nika:compose needs a string workflow_yaml"})
+		return encode(composeFailure{Stage: "args", Error: "NIKA-BUILTIN-001" + dispatch.Separator + "nika:compose needs a string workflow_yaml"})
 	}
 	if len(draft) > composeMaxBytes {
-		return encode(composeResult{Stage: "size", Error: fmt.Sprintf("draft is %d bytes; the limit is %d", len(draft), composeMaxBytes)})
+		return encode(composeFailure{Stage: "size", Error: fmt.Sprintf("draft is %d bytes; the limit is %d", len(draft), composeMaxBytes)})
 	}
 	an := spec.CheckSource("draft.nika.yaml", []byte(draft), spec.CheckOptions{})
 	errs, warns := spec.Split(an.Findings)
@@ -175,7 +183,7 @@ func compose(args json.RawMessage) []byte {
 		if len(errs) > 0 {
 			msg = errs[0].Code + dispatch.Separator + errs[0].Message
 		}
-		return encode(composeResult{Stage: "parse", Error: msg})
+		return encode(composeFailure{Stage: "parse", Error: msg})
 	}
 	res := composeResult{Valid: len(errs) == 0, Stage: "check", Conformance: []composeFinding{}}
 	for i, f := range an.Findings {
@@ -184,19 +192,16 @@ func compose(args json.RawMessage) []byte {
 		}
 		res.Conformance = append(res.Conformance, composeFinding{Code: f.Code, Message: f.Message})
 	}
-	total, nw, nt, nwaves := len(an.Findings), len(warns), len(an.Tasks), len(an.Graph.Waves())
-	res.ConformanceTotal, res.WarningsTotal, res.Tasks, res.Waves = &total, &nw, &nt, &nwaves
+	res.ConformanceTotal, res.WarningsTotal, res.Tasks, res.Waves = len(an.Findings), len(warns), len(an.Tasks), len(an.Graph.Waves())
 	return encode(res)
 }
 
-// composeVerdict reads {valid, violations} back from a compose result (§9 telemetry).
+// composeVerdict reads {valid, violations} back from a compose result (§9 telemetry); an args, size
+// or parse failure (any stage but "check") counts as one violation.
 func composeVerdict(res dispatch.Result) (bool, int) {
 	var c composeResult
-	if res.Err != nil || json.Unmarshal([]byte(res.Content), &c) != nil {
+	if res.Err != nil || json.Unmarshal([]byte(res.Content), &c) != nil || c.Stage != "check" {
 		return false, 1
 	}
-	if c.Stage != "check" || c.ConformanceTotal == nil {
-		return false, 1
-	}
-	return c.Valid, *c.ConformanceTotal
+	return c.Valid, c.ConformanceTotal
 }
