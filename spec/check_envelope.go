@@ -45,7 +45,7 @@ func (c *checker) envelope() {
 	c.unknownKeys(d, "", "the workflow envelope", envelopeKeys, envelopeHints)
 	for _, req := range []string{"nika", "workflow", "tasks"} {
 		if d.Pair(req) == nil {
-			c.errorf(CodeParseMissing, d, "", fmt.Sprintf("Add `%s` at the top level of the file.", topHint(req)), "missing required key `%s`", req)
+			c.errorf(CodeParseMissing, d, "", missingKeyDetail(req), "missing required key `%s`", req)
 		}
 	}
 	if n := d.Get("nika"); n != nil {
@@ -84,14 +84,15 @@ func (c *checker) envelope() {
 	c.outputs(d.Get("outputs"))
 }
 
-func topHint(k string) string {
+// missingKeyDetail is the whole detail sentence of a NIKA-PARSE-002 for the missing top-level key k.
+func missingKeyDetail(k string) string {
 	switch k {
 	case "nika":
-		return "nika: v1"
+		return "Add `nika: v1` at the top level of the file."
 	case "workflow":
-		return "workflow: <kebab-case-id>"
+		return "Add `workflow: <kebab-case-id>` at the top level of the file."
 	}
-	return "tasks:` with at least one `- id: …` item (and its verb"
+	return "Add a top-level `tasks:` list with at least one `- id: …` item carrying one verb (infer, exec, invoke or agent)."
 }
 
 // unknownKeys reports the unknown keys of the envelope or a task: engine
