@@ -440,6 +440,96 @@ func TestBoundaryRefusalWithPOneIsDeterministic(t *testing.T) {
 	}
 }
 
+// lagCtx holds Resolve's coordinator where a preemption could: its Done is
+// evaluated by the coordinator at the top of every select (and only there:
+// it delegates Value, so context.WithCancel recognises the inner cancelCtx
+// and starts no watcher goroutine that would call Done too).
+type lagCtx struct {
+	context.Context
+	lag func()
+}
+
+func (c lagCtx) Done() <-chan struct{} {
+	c.lag()
+	return c.Context.Done()
+}
+
+// armOnStart is a Progress that records the calls started and arms a lag
+// when the first one starts. Resolve calls it on the coordinator goroutine,
+// like lagCtx.Done.
+type armOnStart struct {
+	armed   bool
+	started []string
+}
+
+func (a *armOnStart) CallStarted(c Call) {
+	a.started = append(a.started, c.ID)
+	a.armed = a.armed || c.Index == 0
+}
+func (*armOnStart) CallFinished(Result) {}
+
+// waitWorkersExited returns once no goroutine started by Resolve is alive.
+// A worker whose Execute returned has only non-blocking steps left (queue
+// its completion, free its slot), so this always ends; it polls the
+// goroutine list, it never sleeps.
+func waitWorkersExited() {
+	buf := make([]byte, 1<<20)
+	for {
+		n := runtime.Stack(buf, true)
+		if n < len(buf) && !strings.Contains(string(buf[:n]), "dispatch.Resolve in goroutine") {
+			return
+		}
+		if n == len(buf) {
+			buf = make([]byte, 2*len(buf))
+		}
+		runtime.Gosched()
+	}
+}
+
+// P = 1, call 0 refuses (NIKA-SEC-005): call 1 must never start (§6.1, §6.5),
+// also when the refusal is already queued and its slot free by the time the
+// coordinator reaches its next select (it was descheduled right after
+// starting call 0). Both "a slot is free" and "a completion is queued" are
+// then ready at once, and select picks either at random; taking the slot
+// without first taking the queued completion starts call 1. Each round forces
+// that state, so a coordinator that can start a call past a queued refusal
+// fails with probability 1 - 2^-64.
+func TestBoundaryRefusalWithPOneStopsBeforeNextStartWhenCoordinatorLags(t *testing.T) {
+	for round := 0; round < 64; round++ {
+		var starts atomic.Int64
+		returned := make(chan struct{})
+		ex := ExecutorFunc(func(ctx context.Context, c Call) (string, json.RawMessage, error) {
+			starts.Add(1)
+			if c.Index == 0 {
+				defer close(returned)
+				return "", nil, spec.NewError(CodeSecSSRF, "loopback", nil)
+			}
+			return "must not run", nil, nil
+		})
+		inner, cancel := context.WithCancel(context.Background())
+		rec := &armOnStart{}
+		ctx := lagCtx{Context: inner, lag: func() {
+			if rec.armed {
+				rec.armed = false
+				<-returned          // call 0's Execute returned
+				waitWorkersExited() // its completion is queued and its slot free
+			}
+		}}
+		res := Resolve(ctx, Config{MaxParallel: 1}, ex, mkCalls(3), rec)
+		cancel()
+		// A call started past the refusal shows in the live view; whether it
+		// also reaches its tool depends on whether its worker checks the
+		// batch context before the coordinator cancels it: check both.
+		if len(rec.started) != 1 || starts.Load() != 1 {
+			t.Fatalf("round %d: calls started %v (%d reached the tool), want only c0", round, rec.started, starts.Load())
+		}
+		if Stopped(res) != 0 || code(res[1]) != CodeCancelled || code(res[2]) != CodeCancelled {
+			t.Fatalf("round %d: stopped %d, %q %q", round, Stopped(res), res[1].Content, res[2].Content)
+		}
+	}
+	goleak.VerifyNone(t)
+}
+
 func TestCancelStartsNoQueuedCall(t *testing.T) {
 	const n = 10
 	calls := mkCalls(n)
