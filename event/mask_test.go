@@ -106,3 +106,64 @@ func TestMaskValueUnencodable(t *testing.T) {
 	cyc["self"] = cyc
 	_ = MaskValue(cyc, upper)
 }
+
+// dots masks two secrets the way the engine does (LANGUAGE.md §2.3): textually, by six U+2022.
+func dots(s string) string {
+	return strings.NewReplacer("hunter22", "••••••", "swordfish", "••••••").Replace(s)
+}
+
+// A secret that is a map key, or inside one, is masked at any depth and in both map shapes.
+func TestMaskValueMasksSecretKeys(t *testing.T) {
+	in := map[string]any{
+		"hunter22":       "v",
+		"token=hunter22": map[string]string{"swordfish": "hunter22"},
+		"list":           []any{map[string]any{"x-swordfish": 1}},
+	}
+	got := MaskValue(in, dots)
+	want := map[string]any{
+		"••••••":       "v",
+		"token=••••••": map[string]string{"••••••": "••••••"},
+		"list":         []any{map[string]any{"x-••••••": 1}},
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("got  %#v\nwant %#v", got, want)
+	}
+	b, err := json.Marshal(got)
+	if err != nil || strings.Contains(string(b), "hunter22") || strings.Contains(string(b), "swordfish") {
+		t.Fatalf("a secret leaked: %s %v", b, err)
+	}
+}
+
+// Two distinct keys that mask to the same text both survive: in sorted order of the original keys the
+// first keeps the masked text, the next ones get #2, #3, …, skipping a suffix that another key masks
+// to. The result is the same whatever the map's iteration order.
+func TestMaskValueCollidingKeysAllKept(t *testing.T) {
+	want := map[string]any{
+		"id-••••••":    "first",  // "id-hunter22" sorts before "id-swordfish"
+		"id-••••••#3":  "second", // #2 is the literal key below
+		"id-••••••#2":  "literal",
+		"other":        "o",
+		"••••••":       map[string]string{"••••••": "a", "••••••#2": "b"},
+		"••••••#2":     "second top-level",
+		"plain-••••••": "kept",
+	}
+	for range 50 { // fresh maps: Go randomises their iteration order
+		in := map[string]any{
+			"id-hunter22":  "first",
+			"id-swordfish": "second",
+			"id-••••••#2":  "literal",
+			"other":        "o",
+			"hunter22":     map[string]string{"hunter22": "a", "swordfish": "b"},
+			"swordfish":    "second top-level",
+			"plain-••••••": "kept",
+		}
+		got := MaskValue(in, dots)
+		if !reflect.DeepEqual(got, want) {
+			t.Fatalf("got  %#v\nwant %#v", got, want)
+		}
+	}
+	// map[string]string too, with every key colliding.
+	if got := MaskValue(map[string]string{"a": "x", "b": "y"}, func(string) string { return "k" }); !reflect.DeepEqual(got, map[string]string{"k": "k", "k#2": "k"}) {
+		t.Fatalf("constant masker: %#v", got)
+	}
+}
