@@ -24,10 +24,42 @@ package main
 //     message, without the "nika explain: " prefix.
 //   - Every result is one text content block holding the bytes the CLI
 //     prints on stdout, trailing newline included; no structuredContent.
-//   - Stdin closing ends the server with exit 0; SIGINT or SIGTERM ends it
+//   - Stdin closing ends the server with exit 0, once every request read
+//     before the end of input has been answered; SIGINT or SIGTERM ends it
 //     with 130 (D23's convention for signals).
+//   - Bad input does not end the server (issue 11 item 6, as the MCP
+//     reference servers do): a line that is not JSON is answered with a
+//     JSON-RPC parse error (-32700, id null), a JSON line that is not a
+//     JSON-RPC message with an invalid request error (-32600, id null), and
+//     the server goes on with the next line. Blank lines are skipped. As the
+//     MCP stdio transport says, a message is one line: a message spread over
+//     several lines is several parse errors. A line longer than
+//     mcp.DefaultMaxLineLength ends the server (exit 3), as the SDK's limit
+//     did.
+//
+// The transport (mcpStdio) is the SDK's IOTransport, which keeps the framing,
+// the decoding and the batches, with two repairs around it, because the SDK
+// drops answers and dies on bad input:
+//   - The SDK's jsonrpc2 connection refuses every write once its Read has
+//     returned io.EOF, and cancels the requests still in flight: requests
+//     piped in (`nika mcp < requests.jsonl`) lost their answers. mcpConn.Read
+//     therefore holds the end of input back until every request it returned
+//     has had its response written (or the connection is closed).
+//   - The SDK's reader is a json.Decoder, which cannot go past a syntax
+//     error: it returned the error and the session ended. A filter in front
+//     of it reads stdin line by line, answers a line that is not JSON itself
+//     and passes only JSON lines on. A JSON line that is not a message makes
+//     the SDK's Read return an error but keeps its reader going, so
+//     mcpConn.Read answers it and reads on.
+//
+// mcpConn cannot pass the SDK's (unexported) session hook on to the
+// IOTransport's connection, as the SDK's own LoggingTransport cannot either,
+// so a JSON-RPC batch is served whatever protocol version was negotiated
+// rather than refused from 2025-06-18 on.
 
 import (
+	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -36,8 +68,10 @@ import (
 	"os"
 	"os/signal"
 	"strings"
+	"sync"
 	"syscall"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/nikahq/nika/spec"
@@ -181,6 +215,182 @@ type nopWriteCloser struct{ io.Writer }
 
 func (nopWriteCloser) Close() error { return nil }
 
+// mcpStdio is the transport of `nika mcp` on in and out (see the file
+// comment). in is closed with the connection, as the SDK's IOTransport
+// closes its Reader, so that a signal unblocks the read of stdin.
+type mcpStdio struct {
+	in  io.ReadCloser
+	out io.Writer
+}
+
+// Connect implements mcp.Transport.
+func (t *mcpStdio) Connect(ctx context.Context) (mcp.Connection, error) {
+	out := &lockedWriter{w: t.out}
+	pr, pw := io.Pipe()
+	// The filter bounds the lines, so the SDK's limit is off: it counts the
+	// decoder's read-ahead too.
+	inner, err := (&mcp.IOTransport{Reader: pr, Writer: nopWriteCloser{out}, MaxLineLength: -1}).Connect(ctx)
+	if err != nil {
+		return nil, err
+	}
+	c := &mcpConn{inner: inner, in: t.in, out: out, closed: make(chan struct{}), pending: map[jsonrpc.ID]bool{}}
+	go c.filter(pw)
+	return c, nil
+}
+
+// lockedWriter makes each Write atomic: the SDK and the filter both write
+// whole messages to stdout.
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
+}
+
+// mcpInputError is a failure to read stdin (or a line over the limit): it
+// ends the session, unlike a bad line.
+type mcpInputError struct{ err error }
+
+func (e *mcpInputError) Error() string { return "reading stdin: " + e.err.Error() }
+func (e *mcpInputError) Unwrap() error { return e.err }
+
+// mcpConn is the connection of mcpStdio around the IOTransport's.
+type mcpConn struct {
+	inner mcp.Connection
+	in    io.ReadCloser
+	out   *lockedWriter
+
+	closeOnce sync.Once
+	closed    chan struct{}
+	closeErr  error
+
+	mu      sync.Mutex
+	pending map[jsonrpc.ID]bool // requests returned by Read and not yet answered
+	drained chan struct{}       // closed when pending empties, while Read waits for it
+}
+
+// filter copies the JSON lines of c.in to pw, one per line, answers the
+// others, and closes pw at the end of input: with nil (io.EOF) or the read
+// error as an *mcpInputError.
+func (c *mcpConn) filter(pw *io.PipeWriter) {
+	sc := bufio.NewScanner(c.in)
+	sc.Buffer(nil, mcp.DefaultMaxLineLength)
+	for sc.Scan() {
+		line := bytes.TrimSpace(sc.Bytes())
+		switch {
+		case len(line) == 0:
+		case !json.Valid(line):
+			err := json.Unmarshal(line, new(any))
+			c.writeError(jsonrpc.CodeParseError, fmt.Sprintf("Parse error: %v", err))
+		default:
+			msg := append(append(make([]byte, 0, len(line)+1), line...), '\n')
+			if _, err := pw.Write(msg); err != nil {
+				return // the connection is closed
+			}
+		}
+	}
+	var err error
+	if sc.Err() != nil {
+		err = &mcpInputError{sc.Err()}
+		if errors.Is(sc.Err(), bufio.ErrTooLong) {
+			err = &mcpInputError{fmt.Errorf("a line is longer than %d bytes", mcp.DefaultMaxLineLength)}
+		}
+	}
+	pw.CloseWithError(err)
+}
+
+// writeError answers a line that is no request with a JSON-RPC error whose
+// id is null (jsonrpc.EncodeMessage leaves out a null id).
+func (c *mcpConn) writeError(code int64, message string) {
+	select {
+	case <-c.closed:
+		return
+	default:
+	}
+	data, err := json.Marshal(struct {
+		JSONRPC string         `json:"jsonrpc"`
+		ID      any            `json:"id"`
+		Error   *jsonrpc.Error `json:"error"`
+	}{"2.0", nil, &jsonrpc.Error{Code: code, Message: message}})
+	if err == nil {
+		_, _ = c.out.Write(append(data, '\n')) // a broken stdout shows in the SDK's next write
+	}
+}
+
+// Read implements mcp.Connection. At the end of input it waits for the
+// answers to the requests it returned before reporting it.
+func (c *mcpConn) Read(ctx context.Context) (jsonrpc.Message, error) {
+	for {
+		msg, err := c.inner.Read(ctx)
+		var inputErr *mcpInputError
+		switch {
+		case err == nil:
+			if req, ok := msg.(*jsonrpc.Request); ok && req.IsCall() {
+				c.mu.Lock()
+				c.pending[req.ID] = true
+				c.mu.Unlock()
+			}
+			return msg, nil
+		case errors.Is(err, io.EOF) || errors.As(err, &inputErr):
+			c.drain()
+			return nil, err
+		case ctx.Err() != nil:
+			return nil, err
+		}
+		// A JSON line that is not a message (or a batch the SDK refuses):
+		// the IOTransport's reader goes on.
+		c.writeError(jsonrpc.CodeInvalidRequest, fmt.Sprintf("Invalid Request: %v", err))
+	}
+}
+
+// drain waits until every pending request is answered or c is closed.
+func (c *mcpConn) drain() {
+	c.mu.Lock()
+	if len(c.pending) == 0 {
+		c.mu.Unlock()
+		return
+	}
+	c.drained = make(chan struct{})
+	drained := c.drained
+	c.mu.Unlock()
+	select {
+	case <-drained:
+	case <-c.closed:
+	}
+}
+
+// Write implements mcp.Connection; a response, once written (or failed),
+// settles its request.
+func (c *mcpConn) Write(ctx context.Context, msg jsonrpc.Message) error {
+	err := c.inner.Write(ctx, msg)
+	if resp, ok := msg.(*jsonrpc.Response); ok {
+		c.mu.Lock()
+		delete(c.pending, resp.ID)
+		if len(c.pending) == 0 && c.drained != nil {
+			close(c.drained)
+			c.drained = nil
+		}
+		c.mu.Unlock()
+	}
+	return err
+}
+
+// Close implements mcp.Connection.
+func (c *mcpConn) Close() error {
+	c.closeOnce.Do(func() {
+		close(c.closed)
+		c.closeErr = errors.Join(c.inner.Close(), c.in.Close())
+	})
+	return c.closeErr
+}
+
+// SessionID implements mcp.Connection.
+func (c *mcpConn) SessionID() string { return c.inner.SessionID() }
+
 func cmdMCP(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs := newFlagSet("mcp")
 	rest, code, ok := parseInterspersed(fs, args, stdout, stderr)
@@ -197,7 +407,7 @@ func cmdMCP(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if !ok {
 		in = io.NopCloser(stdin)
 	}
-	err := serveMCP(ctx, &mcp.IOTransport{Reader: in, Writer: nopWriteCloser{stdout}})
+	err := serveMCP(ctx, &mcpStdio{in: in, out: stdout})
 	switch {
 	case err == nil:
 		return exitOK

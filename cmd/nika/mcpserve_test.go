@@ -4,7 +4,9 @@ package main
 // in-memory transport and every tool's text is held to what the matching CLI
 // command prints for the same workflow text, named workflow.nika.yaml, in a
 // directory without an MCP registry. One black-box test drives the real
-// binary over stdio with the SDK's CommandTransport.
+// binary over stdio with the SDK's CommandTransport; others pipe a whole
+// session into it at once, well-formed (testdata/mcpserve/ has none: the
+// requests carry fixtures) and with bad lines (testdata/mcpserve/malformed.jsonl).
 //
 // The tool list is a golden (testdata/mcpserve/tools.golden.json); refresh it
 // with `go test ./cmd/nika/ -run MCPServe -update` and review the diff.
@@ -18,8 +20,10 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"go.uber.org/goleak"
@@ -474,5 +478,211 @@ func TestMCPServeBinary(t *testing.T) {
 	}
 	if stderr.Len() != 0 {
 		t.Errorf("nika mcp wrote to stderr: %s", stderr.String())
+	}
+}
+
+// mcpPiped runs `nika mcp` with input as its whole stdin, the real binary or
+// Main in-process (which the race detector sees), and returns what it did.
+type mcpPiped func(t *testing.T, input []byte) result
+
+var mcpPipedRuns = []struct {
+	name string
+	run  mcpPiped
+}{
+	{"binary", func(t *testing.T, input []byte) result {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		cmd := exec.CommandContext(ctx, nikaBin, "mcp")
+		cmd.Dir, cmd.Env = t.TempDir(), testEnv
+		cmd.Stdin = bytes.NewReader(input)
+		var out, errb bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &errb
+		err := cmd.Run()
+		var ee *exec.ExitError
+		if err != nil && !errors.As(err, &ee) {
+			t.Fatalf("running nika mcp: %v", err)
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("nika mcp did not exit within a minute of its input ending; stdout:\n%s", out.String())
+		}
+		return result{code: cmd.ProcessState.ExitCode(), stdout: out.String(), stderr: errb.String()}
+	}},
+	{"in process", func(t *testing.T, input []byte) result {
+		t.Helper()
+		var out, errb bytes.Buffer
+		done := make(chan int, 1)
+		go func() { done <- Main([]string{"mcp"}, bytes.NewReader(input), &out, &errb) }()
+		select {
+		case code := <-done:
+			return result{code: code, stdout: out.String(), stderr: errb.String()}
+		case <-time.After(time.Minute):
+			t.Fatal("Main mcp did not return within a minute of its input ending")
+		}
+		return result{}
+	}},
+}
+
+// mcpAnswer is one line the server writes.
+type mcpAnswer struct {
+	JSONRPC string          `json:"jsonrpc"`
+	ID      json.RawMessage `json:"id"`
+	Result  json.RawMessage `json:"result"`
+	Error   *struct {
+		Code    int    `json:"code"`
+		Message string `json:"message"`
+	} `json:"error"`
+}
+
+// mcpAnswers splits stdout into answers by id (the id's JSON) and the
+// answers whose id is null; every line must be a JSON-RPC response and every
+// id answered once at most.
+func mcpAnswers(t *testing.T, stdout string) (byID map[string]mcpAnswer, nullID []mcpAnswer) {
+	t.Helper()
+	byID = map[string]mcpAnswer{}
+	for _, line := range strings.Split(strings.TrimSuffix(stdout, "\n"), "\n") {
+		if line == "" {
+			continue
+		}
+		var a mcpAnswer
+		if err := json.Unmarshal([]byte(line), &a); err != nil || a.JSONRPC != "2.0" || a.ID == nil || (a.Result == nil) == (a.Error == nil) {
+			t.Fatalf("not a JSON-RPC response (%v): %s", err, line)
+		}
+		id := string(a.ID)
+		if id == "null" {
+			nullID = append(nullID, a)
+			continue
+		}
+		if _, dup := byID[id]; dup {
+			t.Fatalf("id %s answered twice:\n%s", id, stdout)
+		}
+		byID[id] = a
+	}
+	return byID, nullID
+}
+
+// mcpSessionInput is a client's whole session written at once: initialize,
+// the initialized notification, tools/list, calls of every tool (one of
+// them nika_check of a long workflow, which takes a while) and a ping. ids
+// are the JSON of the request ids.
+func mcpSessionInput(t *testing.T) (input []byte, ids []string) {
+	t.Helper()
+	var b bytes.Buffer
+	add := func(id any, method string, params any) {
+		m := map[string]any{"jsonrpc": "2.0", "method": method}
+		if id != nil {
+			m["id"] = id
+			raw, _ := json.Marshal(id)
+			ids = append(ids, string(raw))
+		}
+		if params != nil {
+			m["params"] = params
+		}
+		data, err := json.Marshal(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b.Write(append(data, '\n'))
+	}
+	call := func(id any, tool string, args map[string]any) {
+		add(id, "tools/call", map[string]any{"name": tool, "arguments": args})
+	}
+	long := "nika: v1\nworkflow: long\nmodel: mock/echo\ntasks:\n  - id: t0\n    infer: { prompt: \"start\" }\n"
+	for i := 1; i < 300; i++ {
+		long += "  - id: t" + strconv.Itoa(i) + "\n    depends_on: [t" + strconv.Itoa(i-1) + "]\n" +
+			"    infer: { prompt: \"after ${{ tasks.t" + strconv.Itoa(i-1) + ".output }}\" }\n"
+	}
+	add(1, "initialize", map[string]any{"protocolVersion": "2025-06-18", "capabilities": map[string]any{},
+		"clientInfo": map[string]any{"name": "nika-test", "version": "v0"}})
+	add(nil, "notifications/initialized", nil)
+	add(2, "tools/list", nil)
+	call(3, "nika_check", map[string]any{"workflow_yaml": long})
+	call("four", "nika_check", map[string]any{"workflow_yaml": fixture(t, "errors.nika.yaml")})
+	call(5, "nika_graph", map[string]any{"workflow_yaml": fixture(t, "diamond.nika.yaml"), "format": "dot"})
+	call(6, "nika_explain", map[string]any{"code": "NIKA-PARSE-005"})
+	call(7, "nika_schema", map[string]any{})
+	add(8, "ping", nil)
+	return b.Bytes(), ids
+}
+
+// TestMCPServePipedRequests pipes a whole session into `nika mcp` and ends
+// its input: every request is answered once, without a protocol error, and
+// the server exits 0 (issue 11 item 6: answers were lost when the input ended
+// while requests were in flight). The runs are repeated to catch the race.
+func TestMCPServePipedRequests(t *testing.T) {
+	input, ids := mcpSessionInput(t)
+	for _, r := range mcpPipedRuns {
+		t.Run(r.name, func(t *testing.T) {
+			noLeaks(t)
+			for run := range 20 {
+				res := r.run(t, input)
+				if res.code != exitOK || res.stderr != "" {
+					t.Fatalf("run %d: exit %d, want 0; stderr: %s", run, res.code, res.stderr)
+				}
+				byID, nullID := mcpAnswers(t, res.stdout)
+				if len(nullID) != 0 || len(byID) != len(ids) {
+					t.Fatalf("run %d: %d answers and %d with a null id for %d requests:\n%s", run, len(byID), len(nullID), len(ids), res.stdout)
+				}
+				for _, id := range ids {
+					a, ok := byID[id]
+					if !ok {
+						t.Fatalf("run %d: request %s unanswered:\n%s", run, id, res.stdout)
+					}
+					if a.Error != nil {
+						t.Fatalf("run %d: request %s: error %d %s", run, id, a.Error.Code, a.Error.Message)
+					}
+				}
+				if !strings.Contains(string(byID["3"].Result), `\"valid\":true`) {
+					t.Fatalf("run %d: nika_check of the long workflow: %.300s", run, byID["3"].Result)
+				}
+			}
+		})
+	}
+}
+
+// TestMCPServeMalformedLines pipes a session with bad lines in it: a line
+// that is not JSON gets a parse error (-32700) with a null id, a JSON line
+// that is not a message an invalid request error (-32600), and the requests
+// after them are answered; the server exits 0 at the end of input.
+func TestMCPServeMalformedLines(t *testing.T) {
+	input, err := os.ReadFile(filepath.Join(pkgDir, "testdata", "mcpserve", "malformed.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range mcpPipedRuns {
+		t.Run(r.name, func(t *testing.T) {
+			noLeaks(t)
+			res := r.run(t, input)
+			if res.code != exitOK || res.stderr != "" {
+				t.Fatalf("exit %d, want 0; stderr: %s", res.code, res.stderr)
+			}
+			byID, nullID := mcpAnswers(t, res.stdout)
+			// The truncated request, the prose and the two halves of the
+			// message spread over two lines; then {"hello":"world"} and [].
+			var codes []string
+			for _, a := range nullID {
+				if a.Error == nil {
+					t.Fatalf("a result with a null id: %s", a.Result)
+				}
+				codes = append(codes, strconv.Itoa(a.Error.Code))
+				if a.Error.Code == -32700 && !strings.HasPrefix(a.Error.Message, "Parse error") {
+					t.Errorf("parse error message %q", a.Error.Message)
+				}
+			}
+			if got := strings.Join(codes, ","); got != "-32700,-32700,-32700,-32700,-32600,-32600" {
+				t.Errorf("null-id errors %s, want four -32700 then two -32600:\n%s", got, res.stdout)
+			}
+			for _, id := range []string{"1", "4", "5"} {
+				if a, ok := byID[id]; !ok || a.Error != nil {
+					t.Errorf("request %s after or among bad lines: answered %v, %+v\n%s", id, ok, a.Error, res.stdout)
+				}
+			}
+			if len(byID) != 3 {
+				t.Errorf("%d answers with an id, want 3 (the bad lines 2 and 3 are no requests):\n%s", len(byID), res.stdout)
+			}
+			if !strings.Contains(string(byID["5"].Result), "NIKA-PARSE-005") {
+				t.Errorf("nika_explain after the bad lines: %s", byID["5"].Result)
+			}
+		})
 	}
 }
