@@ -46,7 +46,8 @@
 //     POST/DELETE from a page are 403 (http.CrossOriginProtection, with
 //     or without a token).
 //   - Concurrency: at most MaxRuns runs execute at once; up to QueueSize
-//     more wait in FIFO order; beyond that POST is 429. A run cancelled
+//     more wait in FIFO order; beyond that POST is 429 with `Retry-After: 5`
+//     (seconds: a slot frees only when a run ends). A run cancelled
 //     while queued never starts: it is `cancelled` at once, its report has
 //     every task `cancelled` with a null error, and its event stream is
 //     empty. DELETE of a finished run is 409.

@@ -12,12 +12,19 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"strconv"
 	"strings"
 
 	"github.com/nikahq/nika/spec"
 	"github.com/nikahq/nika/spec/canon"
 	"github.com/nikahq/nika/workflow"
 )
+
+// queueFullRetryAfter is the Retry-After, in seconds, of a 429 "queue is full": a slot frees only when
+// a run ends, which takes seconds for anything that calls a model, so a client waiting this long
+// neither misses a freed slot by much nor makes the server re-check its workflow many times a second
+// (a submission is fully checked before it is queued or refused).
+const queueFullRetryAfter = 5
 
 // submittedName is the file name findings carry for an inline workflow: a
 // .nika.yaml name, so the file-extension lint stays quiet (D47).
@@ -177,7 +184,8 @@ func (s *Server) handleSubmit(w http.ResponseWriter, req *http.Request) {
 	switch verdict {
 	case queueFull:
 		running, queued := s.Active()
-		writeError(w, http.StatusTooManyRequests, fmt.Sprintf("the queue is full (%d running, %d queued); retry later", running, queued))
+		w.Header().Set("Retry-After", strconv.Itoa(queueFullRetryAfter))
+		writeError(w, http.StatusTooManyRequests, fmt.Sprintf("the queue is full (%d running, %d queued); retry in %d seconds", running, queued, queueFullRetryAfter))
 		return
 	case draining:
 		writeError(w, http.StatusServiceUnavailable, "the server is shutting down; submit the run elsewhere or later")

@@ -1,6 +1,8 @@
 package server
 
 import (
+	"io"
+	"net/http"
 	"slices"
 	"strings"
 	"testing"
@@ -40,4 +42,38 @@ func TestQueueStartsRunsInSubmissionOrder(t *testing.T) {
 			t.Errorf("%s: %s, want success", id, st.State)
 		}
 	}
+}
+
+// A 429 "queue is full" tells the client when to come back: Retry-After in seconds (RFC 9110 §10.2.3),
+// the same number the message names.
+func TestQueueFullSetsRetryAfter(t *testing.T) {
+	g := newGate()
+	_, c := start(t, Options{Verbs: g.verbs, MaxRuns: 1, QueueSize: -1})
+	a := c.submit(oneGatedYAML, nil)
+	<-g.entered
+	resp, err := c.ts.Client().Post(c.ts.URL+"/v1/runs", "application/json", strings.NewReader(body(oneGatedYAML, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.StatusCode != http.StatusTooManyRequests || resp.Header.Get("Retry-After") != "5" ||
+		!strings.Contains(string(b), "retry in 5 seconds") {
+		t.Fatalf("second run = %d, Retry-After %q, %s; want 429, Retry-After 5", resp.StatusCode, resp.Header.Get("Retry-After"), b)
+	}
+	// Only the queue-full refusal carries it: an accepted run does not.
+	g.release <- struct{}{}
+	c.events(a)
+	resp, err = c.ts.Client().Post(c.ts.URL+"/v1/runs", "application/json", strings.NewReader(body(oneGatedYAML, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusAccepted || resp.Header.Get("Retry-After") != "" {
+		t.Fatalf("after the slot freed = %d, Retry-After %q; want 202 without it", resp.StatusCode, resp.Header.Get("Retry-After"))
+	}
+	g.release <- struct{}{}
 }
