@@ -49,7 +49,11 @@ type Front struct {
 	now     func() time.Time // the clock of the Deadline; tests replace it
 }
 
-var _ Provider = (*Front)(nil)
+var (
+	_ Provider       = (*Front)(nil)
+	_ NativeSchema   = (*Front)(nil)
+	_ NativeThinking = (*Front)(nil)
+)
 
 // NewFront returns the front end of provider name (e.g. "openai") over a.
 func NewFront(name string, a Adapter, cfg FrontConfig) *Front {
@@ -78,6 +82,21 @@ func NewFront(name string, a Adapter, cfg FrontConfig) *Front {
 		lim:     &limiter{limit: cfg.InitialLimit, max: cfg.MaxLimit},
 		now:     time.Now,
 	}
+}
+
+// SupportsSchema passes the adapter's provider.NativeSchema capability through: a Front is what
+// the verbs are given, so without it no request would ever carry a native response format
+// (LANGUAGE.md §5.1 rule 1). An adapter without the capability reports false.
+func (f *Front) SupportsSchema(model string) bool {
+	ns, ok := f.adapter.(NativeSchema)
+	return ok && ns.SupportsSchema(model)
+}
+
+// SupportsThinking passes the adapter's provider.NativeThinking capability through, like
+// SupportsSchema.
+func (f *Front) SupportsThinking(model string) bool {
+	nt, ok := f.adapter.(NativeThinking)
+	return ok && nt.SupportsThinking(model)
 }
 
 // Limit returns the limiter's current concurrency limit.

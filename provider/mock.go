@@ -29,6 +29,10 @@ func NewMock() *Mock { return &Mock{} }
 // that carries a schema.
 func (m *Mock) SupportsSchema(model string) bool { return model == MockModel }
 
+// SupportsThinking reports true for mock/echo: the mock takes Request.Thinking and, by its
+// contract, ignores it (LANGUAGE.md §6.3), which is not the missing support §5.1 warns about.
+func (m *Mock) SupportsThinking(model string) bool { return model == MockModel }
+
 // Complete answers each request by the first matching rule of LANGUAGE.md §6.3:
 //
 //  1. Schema set: the reply is the canonical JSON of MinimalInstance(Schema), no tool call.

@@ -24,6 +24,7 @@ const (
 	BlockText       = "text"
 	BlockToolUse    = "tool_use"
 	BlockToolResult = "tool_result"
+	BlockImage      = "image"
 )
 
 // Block is one content block of a message, a tagged union on Type (AGENT.md §4.1):
@@ -34,6 +35,8 @@ const (
 //     their key order preserved.
 //   - "tool_result": ToolUseID (the ID of the answered tool_use), Content (always a string) and
 //     IsError.
+//   - "image": MediaType ("image/png", "image/jpeg", "image/gif" or "image/webp") and Data, the
+//     image's bytes (infer.vision, in a user message).
 //
 // ProviderData is opaque per-provider replay data (D44, e.g. Gemini's thoughtSignature): an adapter
 // fills it from a response and sends it back untouched when the transcript is replayed. Nothing else
@@ -47,6 +50,8 @@ type Block struct {
 	ToolUseID    string          `json:"tool_use_id,omitempty"`
 	Content      string          `json:"content,omitempty"`
 	IsError      bool            `json:"is_error,omitempty"`
+	MediaType    string          `json:"media_type,omitempty"`
+	Data         []byte          `json:"data,omitempty"`
 	ProviderData json.RawMessage `json:"provider_data,omitempty"`
 }
 
@@ -80,6 +85,22 @@ type Request struct {
 	ToolChoice string
 	// Format asks for the reply's form when Schema is nil: "" or "text", or "json" (any JSON value; a wire's JSON mode). Schema, when set, wins.
 	Format string
+	// Admitted lists the canonical names of every tool the reply may call, in a fixed order (the
+	// agent's universe): a superset of Tools when a router offers only some of them. AGENT.md
+	// §5.2(b): the whitelist decides, not the offered set, so a call to an admitted tool the
+	// router left out this turn must map back to its canonical name. Wire adapters build the
+	// request's name table (D41, NamesOf) over Admitted, then Tools; wire names thus stay the same
+	// from turn to turn whatever the router offers. Empty: Tools only.
+	Admitted []string
+	// Thinking asks for extended reasoning before the answer (infer.thinking, LANGUAGE.md §5.1);
+	// nil: none is asked for (the model's default). Only a provider that reports NativeThinking
+	// for the model sends it; others ignore it.
+	Thinking *Thinking
+}
+
+// Thinking is the reasoning asked for by Request.Thinking.
+type Thinking struct {
+	BudgetTokens int // reasoning tokens the model may spend, > 0
 }
 
 // Tool choice modes returned by ParseToolChoice.
@@ -187,6 +208,14 @@ type NativeSchema interface {
 	SupportsSchema(model string) bool
 }
 
+// NativeThinking is an optional capability, found by type assertion: a provider that implements it
+// and returns true for a model sends Request.Thinking on its wire (Anthropic thinking, Gemini
+// thinkingConfig, an OpenAI-compatible reasoning effort). For any other provider or model the
+// request's Thinking is ignored, and the infer verb says so on stderr (LANGUAGE.md §5.1).
+type NativeThinking interface {
+	SupportsThinking(model string) bool
+}
+
 // Text returns the concatenated Text of m's text blocks, in order, without separators.
 func Text(m Message) string {
 	var n int
@@ -216,6 +245,11 @@ func ToolUseBlock(id, name string, input json.RawMessage) Block {
 // ToolResultBlock returns a tool_result block answering the tool_use with id toolUseID.
 func ToolResultBlock(toolUseID, content string, isError bool) Block {
 	return Block{Type: BlockToolResult, ToolUseID: toolUseID, Content: content, IsError: isError}
+}
+
+// ImageBlock returns an image block.
+func ImageBlock(mediaType string, data []byte) Block {
+	return Block{Type: BlockImage, MediaType: mediaType, Data: data}
 }
 
 // UserText returns a user message holding one text block.

@@ -1,11 +1,14 @@
 package provider
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"math"
 	"net"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -71,6 +74,17 @@ func wireBase(c string) string {
 		s = "_"
 	}
 	return s
+}
+
+// NamesOf builds the name table of req: over req.Admitted, then the names of req.Tools (see
+// Request.Admitted).
+func NamesOf(req Request) *Names {
+	names := make([]string, 0, len(req.Admitted)+len(req.Tools))
+	names = append(names, req.Admitted...)
+	for _, t := range req.Tools {
+		names = append(names, t.Name)
+	}
+	return NewNames(names)
 }
 
 // Wire returns the wire name of a canonical name (computing one for a name
@@ -149,4 +163,79 @@ func Env(lookup func(string) (string, bool), names ...string) string {
 		}
 	}
 	return ""
+}
+
+// ObjectArgs checks that tool-call arguments are one JSON object (numbers decoded with UseNumber,
+// so no precision is lost in the check) and returns them compacted, key order preserved; absent or
+// null is {}. The wires whose replies carry arguments as an object (Anthropic, Gemini) decode with it.
+func ObjectArgs(raw json.RawMessage) (json.RawMessage, error) {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || string(raw) == "null" {
+		return json.RawMessage("{}"), nil
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var obj map[string]any
+	if err := dec.Decode(&obj); err != nil || dec.More() {
+		return nil, errors.New("not a JSON object")
+	}
+	var c bytes.Buffer
+	if err := json.Compact(&c, raw); err != nil {
+		return nil, err
+	}
+	return c.Bytes(), nil
+}
+
+// ReplayArgs is the arguments of a replayed tool_use block on a wire that takes only an object:
+// ObjectArgs of the input, or {} when the input is not one. A model's arguments that were not JSON
+// are kept in the transcript as a JSON string (so the loop can report them to it); sent back as
+// they are, they would make the server refuse the whole request (Anthropic and Gemini want an
+// object; Ollama answers 400 "invalid tool call arguments").
+func ReplayArgs(raw json.RawMessage) json.RawMessage {
+	if obj, err := ObjectArgs(raw); err == nil {
+		return obj
+	}
+	return json.RawMessage("{}")
+}
+
+// RedactURL is a request URL as errors may show it (WIRES: never a key or a query secret): the
+// scheme, host and path, with any user information dropped and a query or fragment replaced by
+// "?…". A URL that does not parse is shown as "(invalid URL)".
+func RedactURL(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "(invalid URL)"
+	}
+	out := url.URL{Scheme: u.Scheme, Host: u.Host, Path: u.Path, RawPath: u.RawPath}
+	s := out.String()
+	if u.RawQuery != "" || u.Fragment != "" || u.ForceQuery {
+		s += "?…"
+	}
+	return s
+}
+
+// HasVersionSegment reports whether a base URL's path holds an API version segment ("/v1",
+// "/v1beta", "/api/v2/…"): a 404 from a base without one usually means the segment is missing.
+func HasVersionSegment(base string) bool {
+	u, err := url.Parse(base)
+	if err != nil {
+		return true // nothing useful to hint
+	}
+	for _, seg := range strings.Split(u.Path, "/") {
+		if len(seg) >= 2 && seg[0] == 'v' && seg[1] >= '0' && seg[1] <= '9' {
+			return true
+		}
+	}
+	return false
+}
+
+// TransportMessage is the text of a transport error without the URL net/http puts in it (a
+// *url.Error quotes the whole request URL, query included): error messages name the URL
+// themselves, through RedactURL.
+func TransportMessage(err error) string {
+	var ue *url.Error
+	if errors.As(err, &ue) && ue.Err != nil {
+		err = ue.Err
+	}
+	return OneLine(err.Error(), 300)
 }

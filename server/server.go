@@ -198,9 +198,13 @@ func (s *Server) runVerbs() (map[string]planner.Verb, func()) {
 		c := mcp.NewClient(o.MCP, mcp.Options{RunDir: o.RunDir, Getenv: o.Env, Version: o.Version})
 		source, release = c, func() { c.Close() }
 	}
+	inf := &infer.Verb{Providers: o.Providers}
+	if o.Builtins != nil {
+		inf.Media = o.Builtins
+	}
 	return map[string]planner.Verb{
 		"exec":   &exec.Verb{Depth: o.ExecDepth, Env: childEnv(o.Env)},
-		"infer":  &infer.Verb{Providers: o.Providers},
+		"infer":  inf,
 		"invoke": &invoke.Verb{Builtins: o.Builtins, Tools: source, Now: o.Clock},
 		"agent":  &agent.Verb{Providers: o.Providers, Builtins: o.Builtins, Tools: source, Config: agent.Config{MaxParallelTools: o.MaxParallelTools}},
 	}, release

@@ -233,7 +233,7 @@ func runWith(args []string, stdout, stderr io.Writer, env runEnv) int {
 	}
 	verbs := map[string]planner.Verb{
 		"exec":   &exec.Verb{Depth: depth},
-		"infer":  &infer.Verb{Providers: providers},
+		"infer":  &infer.Verb{Providers: providers, Media: builtins},
 		"invoke": &invoke.Verb{Builtins: builtins, Tools: mcpTools},
 		"agent":  &agent.Verb{Providers: providers, Builtins: builtins, Tools: mcpTools, Config: agent.Config{MaxParallelTools: parallelTools}},
 	}

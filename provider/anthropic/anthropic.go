@@ -11,6 +11,8 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"regexp"
+	"strconv"
 	"strings"
 	"time"
 
@@ -25,6 +27,9 @@ const (
 	// DefaultMaxTokens is sent when Request.MaxTokens is 0: the wire requires max_tokens on every
 	// request, and the model may stop earlier.
 	DefaultMaxTokens = 4096
+	// MinThinkingBudget is the smallest thinking budget the wire accepts; a smaller
+	// Request.Thinking budget is raised to it.
+	MinThinkingBudget = 1024
 )
 
 // providerName is the provider prefix reported in failures.
@@ -44,7 +49,11 @@ type Adapter struct {
 	now func() time.Time // clock for HTTP-date Retry-After; nil → time.Now
 }
 
-var _ provider.Adapter = (*Adapter)(nil)
+var (
+	_ provider.Adapter        = (*Adapter)(nil)
+	_ provider.NativeSchema   = (*Adapter)(nil)
+	_ provider.NativeThinking = (*Adapter)(nil)
+)
 
 // New builds an adapter from the environment seen through lookup: the key from NIKA_ANTHROPIC_API_KEY,
 // then ANTHROPIC_API_KEY; the base URL from NIKA_ANTHROPIC_BASE_URL, else DefaultBaseURL; the
@@ -67,11 +76,64 @@ func New(lookup func(string) (string, bool), client *http.Client) (*Adapter, err
 	return &Adapter{BaseURL: strings.TrimRight(base, "/"), Key: key, Version: version, Client: client}, nil
 }
 
+// nativeModel matches the model names of WIRES.md §2.4's native structured output: a family, a
+// major version and an optional one- or two-digit minor version (a date suffix has 8 digits).
+var nativeModel = regexp.MustCompile(`^claude-(?:opus|sonnet|haiku)-([0-9]+)(?:-([0-9]{1,2}))?(?:[-@.]|$)`)
+
+// SupportsSchema reports native structured output (output_config.format json_schema, WIRES.md
+// §2.4; provider.NativeSchema) for the models that have it: Claude Opus, Sonnet and Haiku 4.5 and
+// every later version ("claude-sonnet-4-5", "claude-haiku-4-5-20251001", "claude-opus-5"). Any
+// other name (older models such as "claude-3-7-sonnet-20250219" or "claude-opus-4-1", and names
+// this table does not know) reports false: the verbs then put the schema in the system prompt,
+// which every model accepts, instead of a field an older model answers with a 400.
+func (a *Adapter) SupportsSchema(model string) bool {
+	if _, name, found := strings.Cut(model, "/"); found {
+		model = name
+	}
+	m := nativeModel.FindStringSubmatch(model)
+	if m == nil {
+		return false
+	}
+	major, _ := strconv.Atoi(m[1])
+	minor, _ := strconv.Atoi(m[2]) // "" → 0
+	return major > 4 || major == 4 && minor >= 5
+}
+
+// thinkingModel matches the models with extended thinking: Claude 3.7 Sonnet, and Opus, Sonnet
+// and Haiku 4 and later (nativeModel, major ≥ 4).
+var thinkingModel = regexp.MustCompile(`^claude-3-7-sonnet(?:[-@.]|$)`)
+
+// SupportsThinking reports extended thinking (provider.NativeThinking) for Claude 3.7 Sonnet and
+// every Claude 4 or later model; Request.Thinking becomes {"thinking": {"type": "enabled",
+// "budget_tokens": N}}, N raised to the wire's minimum of MinThinkingBudget.
+func (a *Adapter) SupportsThinking(model string) bool {
+	if _, name, found := strings.Cut(model, "/"); found {
+		model = name
+	}
+	return thinks(model)
+}
+
+// thinks reports extended thinking for a model name without its provider prefix.
+func thinks(model string) bool {
+	if thinkingModel.MatchString(model) {
+		return true
+	}
+	m := nativeModel.FindStringSubmatch(model)
+	if m == nil {
+		return false
+	}
+	major, _ := strconv.Atoi(m[1])
+	return major >= 4
+}
+
 // Exchange sends req and maps the reply. It never panics on a bad reply and always returns exactly one
 // of Response and Err.
 //
 // Mapping (WIRES.md §2): the model name is the part after the first "/"; System becomes the top-level
-// system string; MaxTokens 0 sends DefaultMaxTokens; Temperature is omitted unless set; Schema becomes
+// system string; MaxTokens 0 sends DefaultMaxTokens (with Thinking: the budget plus
+// DefaultMaxTokens, since max_tokens must exceed the budget); Thinking becomes thinking
+// {type: enabled, budget_tokens} for a model SupportsThinking reports (and is left out for any
+// other); Temperature is omitted unless set; Schema becomes
 // output_config.format json_schema (native structured output, WIRES §2.4: the reply is a text block).
 // Consecutive messages of one role are merged into one wire turn and, in a user turn, tool_result
 // blocks come first in their transcript order, so the results of one model turn go back in a single
@@ -88,18 +150,14 @@ func (a *Adapter) Exchange(ctx context.Context, req provider.Request) provider.O
 			Message: a.mask(msg), Cause: cause,
 		})
 	}
-	names := toolNames(req.Tools)
+	names := provider.NamesOf(req)
 	body, err := buildRequest(req, names)
 	if err != nil {
 		return fail(0, provider.ReasonBadRequest, "anthropic: "+err.Error(), err)
 	}
-	base := a.BaseURL
-	if base == "" {
-		base = DefaultBaseURL
-	}
-	hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, strings.TrimRight(base, "/")+"/v1/messages", bytes.NewReader(body))
+	hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, a.endpoint(), bytes.NewReader(body))
 	if err != nil {
-		return fail(0, provider.ReasonBadRequest, "anthropic: invalid base URL", nil)
+		return fail(0, provider.ReasonBadRequest, "anthropic: invalid base URL "+provider.RedactURL(a.BaseURL)+": set NIKA_ANTHROPIC_BASE_URL to an http or https URL", err)
 	}
 	version := a.Version
 	if version == "" {
@@ -116,13 +174,13 @@ func (a *Adapter) Exchange(ctx context.Context, req provider.Request) provider.O
 	resp, err := client.Do(hreq)
 	if err != nil {
 		reason := transportReason(ctx, err)
-		return fail(0, reason, "anthropic: request failed ("+reason+")", err)
+		return fail(0, reason, a.where()+": request failed ("+reason+"): "+provider.TransportMessage(err), err)
 	}
 	defer resp.Body.Close()
 	raw, err := io.ReadAll(io.LimitReader(resp.Body, maxBody))
 	if err != nil {
 		reason := transportReason(ctx, err)
-		return fail(resp.StatusCode, reason, fmt.Sprintf("anthropic: HTTP %d: reading the body failed (%s)", resp.StatusCode, reason), err)
+		return fail(resp.StatusCode, reason, fmt.Sprintf("%s: HTTP %d: reading the body failed (%s): %s", a.where(), resp.StatusCode, reason, provider.TransportMessage(err)), err)
 	}
 	retry := retryAfterMs(resp.Header, a.clock())
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
@@ -130,7 +188,7 @@ func (a *Adapter) Exchange(ctx context.Context, req provider.Request) provider.O
 	}
 	var wr wireResponse
 	if err := json.Unmarshal(raw, &wr); err != nil {
-		return fail(resp.StatusCode, provider.ReasonServerError, "anthropic: malformed response body", err)
+		return fail(resp.StatusCode, provider.ReasonServerError, a.where()+": malformed response body", err)
 	}
 	if wr.Type == "error" || (len(wr.Error) > 0 && string(wr.Error) != "null") {
 		// An error object in a 2xx body is an error (D46).
@@ -138,9 +196,32 @@ func (a *Adapter) Exchange(ctx context.Context, req provider.Request) provider.O
 	}
 	r, err := decodeResponse(wr, names)
 	if err != nil {
-		return fail(resp.StatusCode, provider.ReasonServerError, "anthropic: "+err.Error(), err)
+		return fail(resp.StatusCode, provider.ReasonServerError, a.where()+": "+err.Error(), err)
 	}
 	return provider.Outcome{Response: r}
+}
+
+// endpoint is the URL of the messages route.
+func (a *Adapter) endpoint() string {
+	base := a.BaseURL
+	if base == "" {
+		base = DefaultBaseURL
+	}
+	return strings.TrimRight(base, "/") + "/v1/messages"
+}
+
+// where names the request in an error: the URL tried, redacted (never a key or a query secret).
+func (a *Adapter) where() string { return "anthropic: POST " + provider.RedactURL(a.endpoint()) }
+
+// notFoundHint is added to a 404 when the base URL already ends in a version segment, which the
+// adapter adds itself (".../v1/v1/messages").
+func (a *Adapter) notFoundHint() string {
+	base := strings.TrimRight(a.BaseURL, "/")
+	if !strings.HasSuffix(base, "/v1") {
+		return ""
+	}
+	return fmt.Sprintf(" — the base URL %s ends in /v1, which nika adds itself: set NIKA_ANTHROPIC_BASE_URL to %s",
+		provider.RedactURL(base), provider.RedactURL(strings.TrimSuffix(base, "/v1")))
 }
 
 func (a *Adapter) clock() time.Time {
@@ -156,14 +237,6 @@ func (a *Adapter) mask(s string) string {
 		s = strings.ReplaceAll(s, a.Key, "***")
 	}
 	return s
-}
-
-func toolNames(tools []provider.ToolDef) *provider.Names {
-	c := make([]string, len(tools))
-	for i, t := range tools {
-		c[i] = t.Name
-	}
-	return provider.NewNames(c)
 }
 
 // transportReason classifies an error of the transport (no HTTP status, or a body cut short).
@@ -188,7 +261,7 @@ func (a *Adapter) failure(model string, status int, retry int64, raw []byte) pro
 		etype, emsg = eb.Error.Type, eb.Error.Message
 	}
 	reason := classify(status, etype, emsg)
-	msg := fmt.Sprintf("anthropic: HTTP %d", status)
+	msg := fmt.Sprintf("%s: HTTP %d", a.where(), status)
 	if etype != "" {
 		msg += " " + etype
 	}
@@ -197,6 +270,9 @@ func (a *Adapter) failure(model string, status int, retry int64, raw []byte) pro
 	}
 	if eb.RequestID != "" {
 		msg += " (request " + provider.OneLine(eb.RequestID, 100) + ")"
+	}
+	if status == http.StatusNotFound {
+		msg += a.notFoundHint()
 	}
 	return provider.Failed(provider.Failure{
 		Provider: providerName, Model: model, Status: status, Reason: reason,

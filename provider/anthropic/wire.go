@@ -3,7 +3,6 @@ package anthropic
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"strings"
 
@@ -20,6 +19,13 @@ type wireRequest struct {
 	ToolChoice   *toolChoice   `json:"tool_choice,omitempty"`
 	Temperature  *float64      `json:"temperature,omitempty"`
 	OutputConfig *outputConfig `json:"output_config,omitempty"`
+	Thinking     *thinking     `json:"thinking,omitempty"`
+}
+
+// thinking enables extended thinking (WIRES §2.1).
+type thinking struct {
+	Type         string `json:"type"` // "enabled"
+	BudgetTokens int    `json:"budget_tokens"`
 }
 
 type wireMessage struct {
@@ -44,6 +50,18 @@ type toolResultBlock struct {
 	ToolUseID string `json:"tool_use_id"`
 	Content   string `json:"content,omitempty"`
 	IsError   bool   `json:"is_error,omitempty"`
+}
+
+// imageBlock is an image as a base64 source (WIRES §2.2).
+type imageBlock struct {
+	Type   string      `json:"type"` // "image"
+	Source imageSource `json:"source"`
+}
+
+type imageSource struct {
+	Type      string `json:"type"` // "base64"
+	MediaType string `json:"media_type"`
+	Data      []byte `json:"data"` // encoding/json writes []byte as base64
 }
 
 type wireTool struct {
@@ -109,11 +127,18 @@ func buildRequest(req provider.Request, names *provider.Names) ([]byte, error) {
 		return nil, fmt.Errorf("empty model name in %q", req.Model)
 	}
 	maxTokens := req.MaxTokens
+	var think *thinking
+	if req.Thinking != nil && req.Thinking.BudgetTokens > 0 && thinks(model) {
+		think = &thinking{Type: "enabled", BudgetTokens: max(req.Thinking.BudgetTokens, MinThinkingBudget)}
+		if maxTokens <= 0 {
+			maxTokens = think.BudgetTokens + DefaultMaxTokens
+		}
+	}
 	if maxTokens <= 0 {
 		maxTokens = DefaultMaxTokens
 	}
 	wr := wireRequest{Model: model, MaxTokens: maxTokens, System: req.System, Temperature: req.Temperature,
-		Messages: []wireMessage{}}
+		Messages: []wireMessage{}, Thinking: think}
 	if strings.TrimSpace(req.System) == "" {
 		wr.System = ""
 	}
@@ -144,14 +169,9 @@ func buildRequest(req provider.Request, names *provider.Names) ([]byte, error) {
 				}
 				content = append(content, textBlock{Type: "text", Text: b.Text})
 			case provider.BlockToolUse:
-				input := bytes.TrimSpace(b.Input)
-				if len(input) == 0 || string(input) == "null" {
-					input = []byte("{}")
-				}
-				if !json.Valid(input) {
-					return nil, fmt.Errorf("message %d block %d: tool_use input is not valid JSON", i, j)
-				}
-				content = append(content, toolUseBlock{Type: "tool_use", ID: b.ID, Name: names.Wire(b.Name), Input: input})
+				content = append(content, toolUseBlock{Type: "tool_use", ID: b.ID, Name: names.Wire(b.Name), Input: provider.ReplayArgs(b.Input)})
+			case provider.BlockImage:
+				content = append(content, imageBlock{Type: "image", Source: imageSource{Type: "base64", MediaType: b.MediaType, Data: b.Data}})
 			case provider.BlockToolResult:
 				content = append(content, toolResultBlock{Type: "tool_result", ToolUseID: b.ToolUseID, Content: b.Content, IsError: b.IsError})
 			default:
@@ -257,7 +277,7 @@ func decodeResponse(wr wireResponse, names *provider.Names) (*provider.Response,
 			if b.ID == "" {
 				return nil, fmt.Errorf("content block %d: tool_use without id", i)
 			}
-			input, err := objectInput(b.Input)
+			input, err := provider.ObjectArgs(b.Input)
 			if err != nil {
 				return nil, fmt.Errorf("content block %d: %v", i, err)
 			}
@@ -288,27 +308,6 @@ func decodeResponse(wr wireResponse, names *provider.Names) (*provider.Response,
 		}
 	}
 	return r, nil
-}
-
-// objectInput checks that a tool_use input is a JSON object (numbers decoded with UseNumber, so no
-// precision is lost in the check) and returns its bytes, compacted, key order preserved. An absent or
-// null input is {}.
-func objectInput(raw json.RawMessage) (json.RawMessage, error) {
-	raw = bytes.TrimSpace(raw)
-	if len(raw) == 0 || string(raw) == "null" {
-		return json.RawMessage("{}"), nil
-	}
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.UseNumber()
-	var obj map[string]any
-	if err := dec.Decode(&obj); err != nil {
-		return nil, errors.New("tool_use input is not a JSON object")
-	}
-	var c bytes.Buffer
-	if err := json.Compact(&c, raw); err != nil {
-		return nil, err
-	}
-	return c.Bytes(), nil
 }
 
 // stopReason maps a wire stop_reason to a neutral one (WIRES §4.2).

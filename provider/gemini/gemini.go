@@ -15,6 +15,7 @@ import (
 	"net/http"
 	"net/url"
 	"regexp"
+	"strconv"
 	"strings"
 	"time"
 
@@ -40,7 +41,11 @@ type Adapter struct {
 	now func() time.Time // clock for HTTP-date Retry-After; nil → time.Now
 }
 
-var _ provider.Adapter = (*Adapter)(nil)
+var (
+	_ provider.Adapter        = (*Adapter)(nil)
+	_ provider.NativeSchema   = (*Adapter)(nil)
+	_ provider.NativeThinking = (*Adapter)(nil)
+)
 
 // New builds an adapter from the environment seen through lookup: the key from NIKA_GEMINI_API_KEY,
 // then GEMINI_API_KEY, then GOOGLE_API_KEY; the base URL from NIKA_GEMINI_BASE_URL, else
@@ -62,6 +67,29 @@ func New(lookup func(string) (string, bool), client *http.Client) (*Adapter, err
 // SupportsSchema reports that Request.Schema is sent natively (responseJsonSchema).
 func (a *Adapter) SupportsSchema(string) bool { return true }
 
+// thinkingModel matches the Gemini versions that think: 2.5 and later.
+var thinkingModel = regexp.MustCompile(`^gemini-([0-9]+)(?:\.([0-9]+))?(?:[-.]|$)`)
+
+// SupportsThinking reports a thinking budget (generationConfig.thinkingConfig.thinkingBudget,
+// provider.NativeThinking) for Gemini 2.5 and later models; older ones ignore Request.Thinking.
+func (a *Adapter) SupportsThinking(model string) bool {
+	if _, name, found := strings.Cut(model, "/"); found {
+		model = name
+	}
+	return thinks(model)
+}
+
+// thinks reports a thinking budget for a model name without its provider prefix.
+func thinks(model string) bool {
+	m := thinkingModel.FindStringSubmatch(model)
+	if m == nil {
+		return false
+	}
+	major, _ := strconv.Atoi(m[1])
+	minor, _ := strconv.Atoi(m[2])
+	return major > 2 || major == 2 && minor >= 5
+}
+
 // Exchange sends req and maps the reply. It never panics on a bad reply and always returns exactly one
 // of Response and Err.
 //
@@ -71,7 +99,8 @@ func (a *Adapter) SupportsSchema(string) bool { return true }
 // tool_result → functionResponse {name, id?, response: {output|error}}, placed first in their user
 // turn in the order of the calls they answer (§4.1); thoughtSignature replayed from Block.ProviderData
 // (D44); tools → functionDeclarations with parametersJsonSchema (D45); Temperature, MaxTokens and
-// Schema → generationConfig. ToolChoice → toolConfig.functionCallingConfig, sent only with tools:
+// Schema → generationConfig; Thinking → generationConfig.thinkingConfig.thinkingBudget for a
+// model SupportsThinking reports (left out for any other). ToolChoice → toolConfig.functionCallingConfig, sent only with tools:
 // auto → AUTO, none → NONE, required → ANY, tool:<name> → ANY with allowedFunctionNames [wire name].
 // Format "json" (Schema nil) → generationConfig.responseMimeType "application/json". An unknown
 // ToolChoice or Format, or a named tool not in Tools, fails as bad_request before sending.
@@ -82,19 +111,16 @@ func (a *Adapter) Exchange(ctx context.Context, req provider.Request) provider.O
 			Message: a.mask(msg), Cause: cause,
 		})
 	}
-	names := newNames(req.Tools)
+	names := newNames(req)
 	model, body, err := buildRequest(req, names)
 	if err != nil {
 		return fail(0, provider.ReasonBadRequest, "gemini: "+err.Error(), err)
 	}
-	base := a.BaseURL
-	if base == "" {
-		base = DefaultBaseURL
-	}
-	endpoint := strings.TrimRight(base, "/") + "/v1beta/models/" + url.PathEscape(model) + ":generateContent"
+	endpoint := a.endpoint(model)
+	where := "gemini: POST " + provider.RedactURL(endpoint)
 	hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, endpoint, bytes.NewReader(body))
 	if err != nil {
-		return fail(0, provider.ReasonBadRequest, "gemini: invalid base URL", nil)
+		return fail(0, provider.ReasonBadRequest, "gemini: invalid base URL "+provider.RedactURL(a.BaseURL)+": set NIKA_GEMINI_BASE_URL to an http or https URL", err)
 	}
 	hreq.Header.Set("Content-Type", "application/json")
 	hreq.Header.Set("Accept", "application/json")
@@ -106,24 +132,23 @@ func (a *Adapter) Exchange(ctx context.Context, req provider.Request) provider.O
 	resp, err := client.Do(hreq)
 	if err != nil {
 		reason := transportReason(ctx, err)
-		// The URL holds no key (header auth), but mask anyway.
-		return fail(0, reason, "gemini: request failed ("+reason+")", err)
+		return fail(0, reason, where+": request failed ("+reason+"): "+provider.TransportMessage(err), err)
 	}
 	defer resp.Body.Close()
 	raw, err := io.ReadAll(io.LimitReader(resp.Body, maxBody))
 	if err != nil {
 		reason := transportReason(ctx, err)
-		return fail(resp.StatusCode, reason, fmt.Sprintf("gemini: HTTP %d: reading the body failed (%s)", resp.StatusCode, reason), err)
+		return fail(resp.StatusCode, reason, fmt.Sprintf("%s: HTTP %d: reading the body failed (%s): %s", where, resp.StatusCode, reason, provider.TransportMessage(err)), err)
 	}
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		return a.failure(req.Model, resp.StatusCode, resp.Header, raw)
+		return a.failure(req.Model, where, resp.StatusCode, resp.Header, raw)
 	}
 	var wr wireResponse
 	if err := json.Unmarshal(raw, &wr); err != nil {
-		return fail(resp.StatusCode, provider.ReasonServerError, "gemini: malformed response body", err)
+		return fail(resp.StatusCode, provider.ReasonServerError, where+": malformed response body", err)
 	}
 	if wr.Error != nil {
-		return a.failure(req.Model, resp.StatusCode, resp.Header, raw)
+		return a.failure(req.Model, where, resp.StatusCode, resp.Header, raw)
 	}
 	r, f := decodeResponse(wr, names, len(req.Messages))
 	if f != nil {
@@ -131,6 +156,27 @@ func (a *Adapter) Exchange(ctx context.Context, req provider.Request) provider.O
 		return provider.Failed(*f)
 	}
 	return provider.Outcome{Response: r}
+}
+
+// endpoint is the URL of the generateContent route of model (a name without its provider prefix).
+func (a *Adapter) endpoint(model string) string {
+	base := a.BaseURL
+	if base == "" {
+		base = DefaultBaseURL
+	}
+	return strings.TrimRight(base, "/") + "/v1beta/models/" + url.PathEscape(model) + ":generateContent"
+}
+
+// notFoundHint is added to a 404 when the base URL already ends in a version segment, which the
+// adapter adds itself (".../v1beta/v1beta/models/...").
+func (a *Adapter) notFoundHint() string {
+	base := strings.TrimRight(a.BaseURL, "/")
+	i := strings.LastIndex(base, "/")
+	if i < 0 || !provider.HasVersionSegment("/"+base[i+1:]) {
+		return ""
+	}
+	return fmt.Sprintf(" — the base URL %s ends in a version segment, which nika adds itself (/v1beta): set NIKA_GEMINI_BASE_URL to %s",
+		provider.RedactURL(base), provider.RedactURL(base[:i]))
 }
 
 func (a *Adapter) clock() time.Time {
@@ -191,15 +237,18 @@ func parseError(raw []byte) (wireError, bool) {
 
 // failure classifies an error reply by its body, then its status (D46, WIRES §3.4, §4.3), with the
 // retry hint from the headers, else the body (§4.4).
-func (a *Adapter) failure(model string, status int, h http.Header, raw []byte) provider.Outcome {
+func (a *Adapter) failure(model, where string, status int, h http.Header, raw []byte) provider.Outcome {
 	we, _ := parseError(raw)
 	reason := classify(status, we)
-	msg := fmt.Sprintf("gemini: HTTP %d", status)
+	msg := fmt.Sprintf("%s: HTTP %d", where, status)
 	if we.Status != "" {
 		msg += " " + provider.OneLine(we.Status, 60)
 	}
 	if we.Message != "" {
 		msg += ": " + provider.OneLine(we.Message, 300)
+	}
+	if status == http.StatusNotFound {
+		msg += a.notFoundHint()
 	}
 	return provider.Failed(provider.Failure{
 		Provider: providerName, Model: model, Status: status, Reason: reason,

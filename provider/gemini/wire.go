@@ -3,7 +3,6 @@ package gemini
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -25,13 +24,20 @@ type wireContent struct {
 	Parts []wirePart `json:"parts"`
 }
 
-// wirePart is one part; exactly one of Text, FunctionCall and FunctionResponse is set (Text may be ""
+// wirePart is one part; exactly one of Text, FunctionCall, FunctionResponse and InlineData is set (Text may be ""
 // only for a replayed part that carries a thoughtSignature).
 type wirePart struct {
 	Text             *string           `json:"text,omitempty"`
 	FunctionCall     *functionCall     `json:"functionCall,omitempty"`
 	FunctionResponse *functionResponse `json:"functionResponse,omitempty"`
+	InlineData       *inlineData       `json:"inlineData,omitempty"`
 	ThoughtSignature string            `json:"thoughtSignature,omitempty"`
+}
+
+// inlineData is an image part (WIRES §3.1).
+type inlineData struct {
+	MimeType string `json:"mimeType"`
+	Data     []byte `json:"data"` // encoding/json writes []byte as base64
 }
 
 type functionCall struct {
@@ -67,10 +73,16 @@ type functionCallingConfig struct {
 }
 
 type generationConfig struct {
-	Temperature        *float64 `json:"temperature,omitempty"`
-	MaxOutputTokens    int      `json:"maxOutputTokens,omitempty"`
-	ResponseMimeType   string   `json:"responseMimeType,omitempty"`
-	ResponseJSONSchema any      `json:"responseJsonSchema,omitempty"`
+	Temperature        *float64        `json:"temperature,omitempty"`
+	MaxOutputTokens    int             `json:"maxOutputTokens,omitempty"`
+	ResponseMimeType   string          `json:"responseMimeType,omitempty"`
+	ResponseJSONSchema any             `json:"responseJsonSchema,omitempty"`
+	ThinkingConfig     *thinkingConfig `json:"thinkingConfig,omitempty"`
+}
+
+// thinkingConfig carries Request.Thinking (WIRES §3.1).
+type thinkingConfig struct {
+	ThinkingBudget int `json:"thinkingBudget"`
 }
 
 // wireResponse is the reply of generateContent (WIRES §3.3); unknown fields are ignored.
@@ -133,14 +145,13 @@ type names struct {
 	fromWire map[string]string
 }
 
-func newNames(tools []provider.ToolDef) *names {
-	c := make([]string, len(tools))
-	for i, t := range tools {
-		c[i] = t.Name
-	}
-	n := &names{base: provider.NewNames(c), fromWire: map[string]string{}}
-	for _, name := range c {
+func newNames(req provider.Request) *names {
+	n := &names{base: provider.NamesOf(req), fromWire: map[string]string{}}
+	for _, name := range req.Admitted {
 		n.fromWire[n.Wire(name)] = name
+	}
+	for _, t := range req.Tools {
+		n.fromWire[n.Wire(t.Name)] = t.Name
 	}
 	return n
 }
@@ -226,10 +237,7 @@ func buildRequest(req provider.Request, n *names) (string, []byte, error) {
 				if m.Role != provider.RoleAssistant {
 					return "", nil, fmt.Errorf("message %d block %d: tool_use in a user message", i, j)
 				}
-				args, err := objectArgs(b.Input)
-				if err != nil {
-					return "", nil, fmt.Errorf("message %d block %d: tool_use input: %v", i, j, err)
-				}
+				args := provider.ReplayArgs(b.Input)
 				c := call{name: n.Wire(b.Name), turn: turn, index: ncalls}
 				if !pd.LocalID {
 					c.id = b.ID
@@ -240,6 +248,8 @@ func buildRequest(req provider.Request, n *names) (string, []byte, error) {
 				}
 				parts = append(parts, wirePart{FunctionCall: &functionCall{ID: c.id, Name: c.name, Args: args},
 					ThoughtSignature: pd.ThoughtSignature})
+			case provider.BlockImage:
+				parts = append(parts, wirePart{InlineData: &inlineData{MimeType: b.MediaType, Data: b.Data}})
 			case provider.BlockToolResult:
 				if m.Role != provider.RoleUser {
 					return "", nil, fmt.Errorf("message %d block %d: tool_result in an assistant message", i, j)
@@ -308,7 +318,10 @@ func buildRequest(req provider.Request, n *names) (string, []byte, error) {
 	} else if wantJSON {
 		gc.ResponseMimeType = "application/json"
 	}
-	if gc.Temperature != nil || gc.MaxOutputTokens != 0 || gc.ResponseMimeType != "" {
+	if req.Thinking != nil && req.Thinking.BudgetTokens > 0 && thinks(model) {
+		gc.ThinkingConfig = &thinkingConfig{ThinkingBudget: req.Thinking.BudgetTokens}
+	}
+	if gc.Temperature != nil || gc.MaxOutputTokens != 0 || gc.ResponseMimeType != "" || gc.ThinkingConfig != nil {
 		wr.GenerationConfig = &gc
 	}
 	body, err := json.Marshal(wr)
@@ -340,26 +353,6 @@ func responsesFirst(parts []wirePart, answers map[*functionResponse]call) []wire
 		return cx.index - cy.index
 	})
 	return append(rs, rest...)
-}
-
-// objectArgs checks that tool arguments are a JSON object and returns them compacted, key order
-// preserved; absent or null is {}.
-func objectArgs(raw json.RawMessage) (json.RawMessage, error) {
-	raw = bytes.TrimSpace(raw)
-	if len(raw) == 0 || string(raw) == "null" {
-		return json.RawMessage("{}"), nil
-	}
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.UseNumber()
-	var obj map[string]any
-	if err := dec.Decode(&obj); err != nil || dec.More() {
-		return nil, errors.New("not a JSON object")
-	}
-	var c bytes.Buffer
-	if err := json.Compact(&c, raw); err != nil {
-		return nil, err
-	}
-	return c.Bytes(), nil
 }
 
 // decodeResponse maps a successful reply to a neutral response, or to a failure (content_filter for a
@@ -399,7 +392,7 @@ func decodeResponse(wr wireResponse, n *names, ordinal int) (*provider.Response,
 			case p.Thought:
 				// Reasoning, not answer text: dropped and not replayed (WIRES §4.5).
 			case p.FunctionCall != nil:
-				args, err := objectArgs(p.FunctionCall.Args)
+				args, err := provider.ObjectArgs(p.FunctionCall.Args)
 				if err != nil {
 					return nil, &provider.Failure{Reason: provider.ReasonServerError, Message: fmt.Sprintf("gemini: part %d: functionCall args %v", i, err), Cause: err}
 				}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -28,7 +29,11 @@ type Adapter struct {
 	now func() time.Time // clock for Retry-After HTTP-dates; nil → time.Now
 }
 
-var _ provider.Adapter = (*Adapter)(nil)
+var (
+	_ provider.Adapter        = (*Adapter)(nil)
+	_ provider.NativeSchema   = (*Adapter)(nil)
+	_ provider.NativeThinking = (*Adapter)(nil)
+)
 
 // New builds the adapter of p. The key is the first non-empty value of p.KeyVars, the base URL the
 // first non-empty value of p.BaseURLVars, else p.BaseURL. lookup reads the environment (os.LookupEnv
@@ -63,18 +68,28 @@ func New(p Profile, lookup func(string) (string, bool), client *http.Client) (*A
 // (provider.NativeSchema).
 func (a *Adapter) SupportsSchema(string) bool { return !a.Profile.JSONObjectOnly }
 
+// SupportsThinking reports whether Request.Thinking is sent (provider.NativeThinking): the
+// profile has a Reasoning form and, where it limits them, the model is one of its ReasoningModels.
+func (a *Adapter) SupportsThinking(model string) bool {
+	if a.Profile.Reasoning == "" {
+		return false
+	}
+	_, name, _ := strings.Cut(model, "/")
+	return a.Profile.ReasoningModels == nil || a.Profile.ReasoningModels.MatchString(name)
+}
+
 // Exchange sends one request and maps the answer (provider.Adapter).
 func (a *Adapter) Exchange(ctx context.Context, req provider.Request) provider.Outcome {
 	fail := func(status int, reason, msg string, cause error) provider.Outcome {
 		return provider.Failed(provider.Failure{Provider: a.Profile.Name, Model: req.Model, Status: status,
 			Reason: reason, Message: a.mask(msg), Cause: cause})
 	}
-	names := provider.NewNames(toolNames(req.Tools))
+	names := provider.NamesOf(req)
 	body, err := a.encode(req, names)
 	if err != nil {
 		return fail(0, provider.ReasonBadRequest, "cannot encode the request: "+err.Error(), err)
 	}
-	hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, a.BaseURL+"/chat/completions", bytes.NewReader(body))
+	hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, a.endpoint(), bytes.NewReader(body))
 	if err != nil {
 		return fail(0, provider.ReasonBadRequest, "cannot build the request: "+err.Error(), err)
 	}
@@ -103,12 +118,35 @@ func (a *Adapter) Exchange(ctx context.Context, req provider.Request) provider.O
 // mid-way: WIRES.md §4.3 "EOF before a full body").
 func (a *Adapter) transportFailure(ctx context.Context, model string, status int, err error) provider.Outcome {
 	reason := provider.TransportReason(ctx, err)
-	msg := fmt.Sprintf("%s: request failed (%s)", a.Profile.Name, reason)
+	msg := fmt.Sprintf("%s: request failed (%s)", a.where(), reason)
 	if status != 0 {
-		msg = fmt.Sprintf("%s: HTTP %d: reading the response failed (%s)", a.Profile.Name, status, reason)
+		msg = fmt.Sprintf("%s: HTTP %d: reading the response failed (%s)", a.where(), status, reason)
 	}
 	return provider.Failed(provider.Failure{Provider: a.Profile.Name, Model: model, Status: status,
-		Reason: reason, Message: a.mask(msg + ": " + oneLine(err.Error())), Cause: err})
+		Reason: reason, Message: a.mask(msg + ": " + provider.TransportMessage(err)), Cause: err})
+}
+
+// endpoint is the URL of the chat completions route.
+func (a *Adapter) endpoint() string { return a.BaseURL + "/chat/completions" }
+
+// where names the request in an error: the provider and the URL tried, redacted (never a key or a
+// query secret), so a wrong base URL reads as one.
+func (a *Adapter) where() string {
+	return a.Profile.Name + ": POST " + provider.RedactURL(a.endpoint())
+}
+
+// notFoundHint is added to a 404: with a base URL that has no version segment, the usual cause is
+// a missing /v1 (a server answers its unknown routes with 404, which reads like an unknown model).
+func (a *Adapter) notFoundHint() string {
+	if provider.HasVersionSegment(a.BaseURL) {
+		return ""
+	}
+	v := "NIKA_" + strings.ToUpper(a.Profile.Name) + "_BASE_URL"
+	if len(a.Profile.BaseURLVars) > 0 {
+		v = a.Profile.BaseURLVars[0]
+	}
+	return fmt.Sprintf(" — the base URL %s has no version segment; OpenAI-compatible servers usually serve under /v1: set %s to %s/v1",
+		provider.RedactURL(a.BaseURL), v, provider.RedactURL(a.BaseURL))
 }
 
 // mask removes the key from a message (servers sometimes quote it).
@@ -126,14 +164,6 @@ func (a *Adapter) clock() time.Time {
 	return time.Now()
 }
 
-func toolNames(tools []provider.ToolDef) []string {
-	out := make([]string, len(tools))
-	for i, t := range tools {
-		out[i] = t.Name
-	}
-	return out
-}
-
 // ---- request ----
 
 type wireRequest struct {
@@ -146,11 +176,18 @@ type wireRequest struct {
 	Temperature       *float64        `json:"temperature,omitempty"`
 	MaxTokens         int             `json:"max_tokens,omitempty"`
 	MaxCompletion     int             `json:"max_completion_tokens,omitempty"`
+	ReasoningEffort   string          `json:"reasoning_effort,omitempty"`
+	Reasoning         *reasoning      `json:"reasoning,omitempty"`
+}
+
+// reasoning is OpenRouter's reasoning object (Profile.Reasoning ReasoningMaxTokens).
+type reasoning struct {
+	MaxTokens int `json:"max_tokens"`
 }
 
 type wireMessage struct {
 	Role             string         `json:"role"`
-	Content          *string        `json:"content"` // null only on an assistant turn with calls only
+	Content          any            `json:"content"` // *string, or []contentPart for a user turn with images; null only on an assistant turn with calls only
 	ReasoningContent *string        `json:"reasoning_content,omitempty"`
 	ToolCalls        []wireToolCall `json:"tool_calls,omitempty"`
 	ToolCallID       string         `json:"tool_call_id,omitempty"`
@@ -262,6 +299,14 @@ func (a *Adapter) encode(req provider.Request, names *provider.Names) ([]byte, e
 			w.ResponseFormat = &responseFormat{Type: "json_schema", JSONSchema: js}
 		}
 	}
+	if t := req.Thinking; t != nil && t.BudgetTokens > 0 && a.SupportsThinking(req.Model) {
+		switch a.Profile.Reasoning {
+		case ReasoningEffort:
+			w.ReasoningEffort = Effort(t.BudgetTokens)
+		case ReasoningMaxTokens:
+			w.Reasoning = &reasoning{MaxTokens: t.BudgetTokens}
+		}
+	}
 	if req.MaxTokens > 0 {
 		if a.Profile.MaxTokensField == maxCompletionTokens {
 			w.MaxCompletion = req.MaxTokens
@@ -290,14 +335,7 @@ func (a *Adapter) encodeMessage(m provider.Message, names *provider.Names) ([]wi
 			if b.Type != provider.BlockToolUse {
 				continue
 			}
-			args := "{}"
-			if in := bytes.TrimSpace(b.Input); len(in) > 0 {
-				var buf bytes.Buffer
-				if err := json.Compact(&buf, in); err != nil {
-					return nil, fmt.Errorf("tool call %s: input: %w", b.ID, err)
-				}
-				args = buf.String()
-			}
+			args := a.replayArgs(b.Input)
 			wm.ToolCalls = append(wm.ToolCalls, wireToolCall{ID: a.wireID(b.ID), Type: "function",
 				Function: wireFunction{Name: names.Wire(b.Name), Arguments: args}})
 		}
@@ -316,11 +354,63 @@ func (a *Adapter) encodeMessage(m provider.Message, names *provider.Names) ([]wi
 				out = append(out, wireMessage{Role: "tool", ToolCallID: a.wireID(b.ToolUseID), Content: ptr(b.Content)})
 			}
 		}
-		if hasText || len(out) == 0 {
+		if parts := userParts(m); parts != nil {
+			out = append(out, wireMessage{Role: "user", Content: parts})
+		} else if hasText || len(out) == 0 {
 			out = append(out, wireMessage{Role: "user", Content: ptr(text)})
 		}
 	}
 	return out, nil
+}
+
+// replayArgs is function.arguments of a replayed call: the input when it is a JSON object; else
+// (arguments the model wrote that were not one, kept in the transcript as a JSON string) the text
+// the model wrote, for a profile with RawArguments, or {} (provider.ReplayArgs).
+func (a *Adapter) replayArgs(in json.RawMessage) string {
+	if obj, err := provider.ObjectArgs(in); err == nil {
+		return string(obj)
+	}
+	if !a.Profile.RawArguments {
+		return string(provider.ReplayArgs(in))
+	}
+	var text string
+	if json.Unmarshal(in, &text) == nil {
+		return text
+	}
+	return string(bytes.TrimSpace(in))
+}
+
+// contentPart is one part of a user message's content array (WIRES §1.2): text, or an image as a
+// base64 data URL.
+type contentPart struct {
+	Type     string    `json:"type"` // "text" | "image_url"
+	Text     string    `json:"text,omitempty"`
+	ImageURL *imageURL `json:"image_url,omitempty"`
+}
+
+type imageURL struct {
+	URL string `json:"url"`
+}
+
+// userParts is the content array of a user message that holds images: its text and image blocks
+// in order. nil when it has no image (the content is then a plain string).
+func userParts(m provider.Message) []contentPart {
+	var parts []contentPart
+	images := false
+	for _, b := range m.Blocks {
+		switch b.Type {
+		case provider.BlockText:
+			parts = append(parts, contentPart{Type: "text", Text: b.Text})
+		case provider.BlockImage:
+			images = true
+			parts = append(parts, contentPart{Type: "image_url", ImageURL: &imageURL{
+				URL: "data:" + b.MediaType + ";base64," + base64.StdEncoding.EncodeToString(b.Data)}})
+		}
+	}
+	if !images {
+		return nil
+	}
+	return parts
 }
 
 // wireID maps a tool-call id for profiles with id constraints (Mistral: exactly 9 [a-zA-Z0-9]). A

@@ -3,6 +3,8 @@
 // OpenRouter, Groq, DeepSeek, xAI). Server differences are data in a Profile, not types.
 package openai
 
+import "regexp"
+
 // Profile describes one OpenAI-compatible provider: its defaults and its quirks, as data.
 type Profile struct {
 	Name    string // provider name, the prefix of a model id ("openai", "ollama", …)
@@ -37,6 +39,35 @@ type Profile struct {
 	// ParallelToolCalls sends "parallel_tool_calls": true when tools are offered (llama.cpp turns
 	// parallel calls off by default).
 	ParallelToolCalls bool
+	// Reasoning is how Request.Thinking travels to this server: "" not at all (SupportsThinking
+	// reports false and the infer verb warns), ReasoningEffort as reasoning_effort, or
+	// ReasoningMaxTokens as OpenRouter's reasoning: {max_tokens: N}.
+	Reasoning string
+	// ReasoningModels, when set, limits Reasoning to the model names it matches (OpenAI: only its
+	// reasoning models accept reasoning_effort).
+	ReasoningModels *regexp.Regexp
+	// RawArguments: the server takes a replayed tool call's arguments as any string (OpenAI), so
+	// arguments a model wrote that are not a JSON object go back exactly as it wrote them. Other
+	// servers parse them and answer 400 (Ollama: "invalid tool call arguments"), so they get {}.
+	RawArguments bool
+}
+
+// Values of Profile.Reasoning.
+const (
+	ReasoningEffort    = "effort"     // "reasoning_effort": "low" | "medium" | "high", from the budget (Effort)
+	ReasoningMaxTokens = "max_tokens" // "reasoning": {"max_tokens": budget}
+)
+
+// Effort maps a thinking budget to a reasoning effort: under 4,096 tokens "low", under 16,384
+// "medium", else "high".
+func Effort(budget int) string {
+	switch {
+	case budget < 4096:
+		return "low"
+	case budget < 16384:
+		return "medium"
+	}
+	return "high"
 }
 
 const (
@@ -55,9 +86,10 @@ func baseVars(p string, conventional ...string) []string {
 // Profiles is the table of OpenAI-compatible providers (LANGUAGE.md §6.2, WIRES.md §1.7, D28).
 var Profiles = []Profile{
 	{Name: "openai", BaseURL: "https://api.openai.com/v1", KeyVars: vars("OPENAI", "OPENAI_API_KEY"),
-		BaseURLVars: baseVars("OPENAI", "OPENAI_BASE_URL"), KeyRequired: true, MaxTokensField: maxCompletionTokens},
+		BaseURLVars: baseVars("OPENAI", "OPENAI_BASE_URL"), KeyRequired: true, MaxTokensField: maxCompletionTokens,
+		Reasoning: ReasoningEffort, ReasoningModels: regexp.MustCompile(`^(o[1-9]|gpt-5)`), RawArguments: true},
 	{Name: "ollama", BaseURL: "http://localhost:11434/v1", KeyVars: vars("OLLAMA"),
-		BaseURLVars: baseVars("OLLAMA"), MaxTokensField: maxTokens},
+		BaseURLVars: baseVars("OLLAMA"), MaxTokensField: maxTokens, Reasoning: ReasoningEffort},
 	{Name: "lmstudio", BaseURL: "http://localhost:1234/v1", KeyVars: vars("LMSTUDIO"),
 		BaseURLVars: baseVars("LMSTUDIO"), MaxTokensField: maxTokens, NoJSONObject: true},
 	{Name: "llamacpp", BaseURL: "http://localhost:8080/v1", KeyVars: vars("LLAMACPP"),
@@ -69,7 +101,7 @@ var Profiles = []Profile{
 	{Name: "mistral", BaseURL: "https://api.mistral.ai/v1", KeyVars: vars("MISTRAL", "MISTRAL_API_KEY"),
 		BaseURLVars: baseVars("MISTRAL"), KeyRequired: true, MaxTokensField: maxTokens, NoStrictSchema: true, IDs9: true},
 	{Name: "openrouter", BaseURL: "https://openrouter.ai/api/v1", KeyVars: vars("OPENROUTER", "OPENROUTER_API_KEY"),
-		BaseURLVars: baseVars("OPENROUTER"), KeyRequired: true, MaxTokensField: maxTokens},
+		BaseURLVars: baseVars("OPENROUTER"), KeyRequired: true, MaxTokensField: maxTokens, Reasoning: ReasoningMaxTokens},
 	{Name: "groq", BaseURL: "https://api.groq.com/openai/v1", KeyVars: vars("GROQ", "GROQ_API_KEY"),
 		BaseURLVars: baseVars("GROQ"), KeyRequired: true, MaxTokensField: maxTokens},
 	{Name: "deepseek", BaseURL: "https://api.deepseek.com", KeyVars: vars("DEEPSEEK", "DEEPSEEK_API_KEY"),

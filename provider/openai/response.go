@@ -51,13 +51,13 @@ func (a *Adapter) decode(model string, status int, h http.Header, raw []byte, na
 	}
 	var w wireResponse
 	if err := json.Unmarshal(raw, &w); err != nil {
-		return fail(provider.ReasonServerError, fmt.Sprintf("%s: HTTP %d: malformed JSON response: %s", a.Profile.Name, status, oneLine(err.Error())), err)
+		return fail(provider.ReasonServerError, fmt.Sprintf("%s: HTTP %d: malformed JSON response: %s", a.where(), status, oneLine(err.Error())), err)
 	}
 	if len(w.Choices) == 0 {
 		if len(w.Error) > 0 && string(w.Error) != "null" {
 			return a.httpFailure(model, status, h, raw)
 		}
-		return fail(provider.ReasonServerError, fmt.Sprintf("%s: HTTP %d: response has no choices", a.Profile.Name, status), nil)
+		return fail(provider.ReasonServerError, fmt.Sprintf("%s: HTTP %d: response has no choices", a.where(), status), nil)
 	}
 	c := w.Choices[0]
 	finish := ""
@@ -235,7 +235,7 @@ func (a *Adapter) httpFailure(model string, status int, h http.Header, raw []byt
 		eff = we.codeInt
 	}
 	reason := classify(eff, we)
-	msg := fmt.Sprintf("%s: HTTP %d", a.Profile.Name, status)
+	msg := fmt.Sprintf("%s: HTTP %d", a.where(), status)
 	if eff != status {
 		msg += fmt.Sprintf(" (error %d)", eff)
 	}
@@ -244,6 +244,9 @@ func (a *Adapter) httpFailure(model string, status int, h http.Header, raw []byt
 		msg += ": " + clip(oneLine(we.message))
 	} else if len(raw) > 0 && !json.Valid(raw) {
 		msg += ": " + clip(oneLine(string(raw)))
+	}
+	if eff == http.StatusNotFound {
+		msg += a.notFoundHint()
 	}
 	return provider.Failed(provider.Failure{Provider: a.Profile.Name, Model: model, Status: status, Reason: reason,
 		RetryAfterMs: retryAfterMs(h, a.clock()), Message: a.mask(msg)})

@@ -118,6 +118,7 @@ type run struct {
 	sch      *schema.Schema
 	schDoc   any
 	universe []provider.ToolDef
+	names    []string // the canonical names of universe, in its order (Request.Admitted)
 	byName   map[string]provider.ToolDef
 	rt       *router.Router
 	gd       *guard.Guard
@@ -374,6 +375,10 @@ func (r *run) buildUniverse(ctx context.Context) *spec.Error {
 	}
 	sort.SliceStable(u, func(i, j int) bool { return r.rank(u[i].Name) < r.rank(u[j].Name) })
 	r.universe = u
+	r.names = make([]string, len(u))
+	for i, d := range u {
+		r.names[i] = d.Name
+	}
 	return nil
 }
 

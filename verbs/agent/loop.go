@@ -33,7 +33,10 @@ func (r *run) loop(ctx context.Context) (any, *spec.Error) {
 		sel := router.Tally(t, offered, r.rt.Universe())
 		r.emitBoth(event.AgentToolsSelected, EventToolsSelected, t, map[string]any{"turn": sel.Turn, "offered": sel.Offered, "universe": sel.Universe,
 			"builtin": sel.Builtin, "mcp": sel.MCP, "other": sel.Other})
-		req := provider.Request{Model: r.job.Model, System: r.system, Messages: snapshot(r.msgs), Temperature: r.temp, ToolChoice: provider.ChoiceNone}
+		// Admitted: the whitelist decides, not the offered set (§5.2 b), so a call to a tool the
+		// router left out this turn still maps back from its wire name.
+		req := provider.Request{Model: r.job.Model, System: r.system, Messages: snapshot(r.msgs), Temperature: r.temp,
+			ToolChoice: provider.ChoiceNone, Admitted: r.names}
 		if len(offered) > 0 {
 			req.ToolChoice = provider.ChoiceAuto
 			req.Tools = make([]provider.ToolDef, len(offered))

@@ -5,17 +5,20 @@ package infer
 
 import (
 	"context"
+	"errors"
 	"fmt"
-	"github.com/nikahq/nika/verbs/internal/jsontext"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/nikahq/nika/event"
 	"github.com/nikahq/nika/provider"
 	"github.com/nikahq/nika/spec"
 	"github.com/nikahq/nika/spec/canon"
 	"github.com/nikahq/nika/spec/schema"
+	"github.com/nikahq/nika/tools"
 	"github.com/nikahq/nika/verbs/internal/fields"
+	"github.com/nikahq/nika/verbs/internal/jsontext"
 	"github.com/nikahq/nika/workflow"
 )
 
@@ -46,7 +49,20 @@ type Verb struct {
 	// Providers serves every model of the run (one instance per provider, shared with the
 	// agent verb, so one limiter sees the whole load).
 	Providers *provider.Registry
+	// Media loads the images of `vision` under the job's permits (tools.Builtins: the rules of
+	// nika:read and nika:fetch, the SSRF floor included). Nil: a task with vision inputs fails
+	// with NIKA-VAR-006.
+	Media MediaLoader
 }
+
+// MediaLoader loads one vision input (tools.Builtins.LoadImage): source "file" with ref a path or
+// "url" with ref a URL; field names the input in errors. It returns the bytes and media type.
+type MediaLoader interface {
+	LoadImage(ctx context.Context, call tools.Call, field, source, ref string) ([]byte, string, error)
+}
+
+// DefaultThinkingBudget is the reasoning budget of `thinking` without `budget_tokens`.
+const DefaultThinkingBudget = 2048
 
 // call is one job on its way: its current request and what it has cost so far.
 type call struct {
@@ -82,7 +98,7 @@ func (v *Verb) Run(ctx context.Context, job workflow.Job) workflow.Outcome {
 func (v *Verb) RunBatch(ctx context.Context, jobs []workflow.Job) []workflow.Outcome {
 	calls := make([]*call, len(jobs))
 	for i, job := range jobs {
-		calls[i] = v.prepare(job)
+		calls[i] = v.prepare(ctx, job)
 	}
 	for {
 		var pending []*call
@@ -104,9 +120,9 @@ func (v *Verb) RunBatch(ctx context.Context, jobs []workflow.Job) []workflow.Out
 	return out
 }
 
-// prepare checks a job's fields and builds its first request; a job that cannot run is done at
-// once with its error.
-func (v *Verb) prepare(job workflow.Job) *call {
+// prepare checks a job's fields, loads its vision inputs and builds its first request; a job
+// that cannot run is done at once with its error.
+func (v *Verb) prepare(ctx context.Context, job workflow.Job) *call {
 	c := &call{job: job}
 	fail := func(err *spec.Error) *call {
 		c.done, c.out = true, workflow.Failed(err)
@@ -142,11 +158,19 @@ func (v *Verb) prepare(job workflow.Job) *call {
 		}
 		req.MaxTokens = n
 	}
-	if vis, ok := f["vision"]; ok && vis != nil && !strings.HasPrefix(job.Model, "mock/") { // the mock ignores vision (§6.3)
-		if l, isList := vis.([]any); !isList || len(l) > 0 {
-			return fail(provider.Failure{Model: job.Model, Reason: provider.ReasonBadRequest,
-				Message: "`vision` inputs are not supported by this build"}.Err())
+	think, err := thinking(f)
+	if err != nil {
+		return fail(err)
+	}
+	req.Thinking = think
+	var images []provider.Block
+	if !strings.HasPrefix(job.Model, "mock/") { // the mock ignores vision (§6.3): nothing is loaded for it, so it stays offline
+		if images, err = v.images(ctx, job); err != nil {
+			return fail(err)
 		}
+	}
+	if len(images) > 0 { // images first: Anthropic reads them best before the text (WIRES §2.2)
+		req.Messages[0].Blocks = append(images, req.Messages[0].Blocks...)
 	}
 	if doc, ok := f["schema"]; ok && doc != nil {
 		sch, err := schema.Compile(doc)
@@ -166,6 +190,14 @@ func (v *Verb) prepare(job workflow.Job) *call {
 	}
 	c.prov = p
 	c.group, _, _ = provider.SplitModel(job.Model)
+	if req.Thinking != nil {
+		if nt, ok := p.(provider.NativeThinking); !ok || !nt.SupportsThinking(job.Model) {
+			// §5.1: a provider without support ignores it, and says so.
+			req.Thinking = nil
+			emit(job, event.Log, map[string]any{"level": "warn",
+				"message": fmt.Sprintf("`thinking` is ignored: %s does not support extended thinking on this wire", job.Model)})
+		}
+	}
 	if c.schema != nil {
 		if ns, ok := p.(provider.NativeSchema); ok && ns.SupportsSchema(job.Model) {
 			req.Schema = c.doc // the first request already carries the response format
@@ -182,6 +214,95 @@ func (v *Verb) prepare(job workflow.Job) *call {
 	}
 	c.req = req
 	return c
+}
+
+// emit sends a canonical event of the job (Job.Emit may be nil in a Go API caller).
+func emit(job workflow.Job, kind string, f map[string]any) {
+	if job.Emit != nil {
+		job.Emit(kind, f)
+	}
+}
+
+// thinking reads `thinking: {enabled, budget_tokens}`. Writing `thinking` asks for it: enabled
+// defaults to true, so `enabled: false` (or an expression that yields false) turns it off;
+// budget_tokens defaults to DefaultThinkingBudget. nil: no thinking asked for.
+func thinking(f map[string]any) (*provider.Thinking, *spec.Error) {
+	raw, ok := f["thinking"]
+	if !ok || raw == nil {
+		return nil, nil
+	}
+	m, ok := raw.(map[string]any)
+	if !ok {
+		return nil, fields.Invalid("thinking", "`thinking` must be a mapping `{enabled, budget_tokens}`, not %s", fields.KindOf(raw))
+	}
+	if e, ok := m["enabled"]; ok && e != nil {
+		on, isBool := e.(bool)
+		if !isBool {
+			return nil, fields.Invalid("thinking", "`thinking.enabled` must be a boolean, not %s", fields.KindOf(e))
+		}
+		if !on {
+			return nil, nil
+		}
+	}
+	budget, ok, err := fields.Integer(m, "budget_tokens")
+	switch {
+	case err != nil:
+		return nil, err
+	case !ok:
+		budget = DefaultThinkingBudget
+	case budget < 1:
+		return nil, fields.Invalid("thinking", "`thinking.budget_tokens` must be at least 1, not %d", budget)
+	}
+	return &provider.Thinking{BudgetTokens: budget}, nil
+}
+
+// images loads the job's `vision` inputs, in order, as image blocks.
+func (v *Verb) images(ctx context.Context, job workflow.Job) ([]provider.Block, *spec.Error) {
+	raw, ok := job.Fields["vision"]
+	if !ok || raw == nil {
+		return nil, nil
+	}
+	list, ok := raw.([]any)
+	if !ok {
+		return nil, fields.Invalid("vision", "`vision` must be a list, not %s", fields.KindOf(raw))
+	}
+	if len(list) == 0 {
+		return nil, nil
+	}
+	if v.Media == nil {
+		return nil, fields.Invalid("vision", "this engine has no loader for `vision` inputs")
+	}
+	call := tools.Call{Permits: job.Permits, RunDir: job.RunDir, Workflow: job.Workflow}
+	out := make([]provider.Block, 0, len(list))
+	for i, it := range list {
+		field := fmt.Sprintf("vision[%d]", i)
+		m, ok := it.(map[string]any)
+		if !ok {
+			return nil, fields.Invalid("vision", "`%s` must be a mapping `{source, path}` or `{source, url}`, not %s", field, fields.KindOf(it))
+		}
+		source, _ := m["source"].(string)
+		key := map[string]string{"file": "path", "url": "url"}[source]
+		if key == "" {
+			return nil, fields.Invalid("vision", "`%s.source` must be `file` or `url`", field)
+		}
+		ref, ok := m[key].(string)
+		if !ok || ref == "" {
+			return nil, fields.Invalid("vision", "`%s.%s` must be a non-empty string", field, key)
+		}
+		data, mt, err := v.Media.LoadImage(ctx, call, field, source, ref)
+		if err != nil {
+			var se *spec.Error
+			if errors.As(err, &se) {
+				if se.Code == fields.CodeCancel || ctx.Err() != nil {
+					return nil, fields.Cancelled(ctx, err)
+				}
+				return nil, se
+			}
+			return nil, spec.NewError("", fmt.Sprintf("%s: %v", field, err), nil)
+		}
+		out = append(out, provider.ImageBlock(mt, data))
+	}
+	return out, nil
 }
 
 // instruction tells a model without native structured output what to answer.

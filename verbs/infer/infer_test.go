@@ -12,6 +12,7 @@ import (
 	"github.com/nikahq/nika/provider"
 	"github.com/nikahq/nika/provider/providertest"
 	"github.com/nikahq/nika/spec"
+	"github.com/nikahq/nika/tools"
 	"github.com/nikahq/nika/workflow"
 	"go.uber.org/goleak"
 )
@@ -357,12 +358,147 @@ func TestProviderFailures(t *testing.T) {
 			t.Fatalf("outcome %+v", out)
 		}
 	})
-	t.Run("vision is refused by other providers, not dropped", func(t *testing.T) {
-		v := &Verb{Providers: registry(nil)}
-		v.Providers.Register("openai", provider.NewMock())
+	t.Run("vision without a loader fails, not dropped", func(t *testing.T) {
+		v := &Verb{Providers: registry(map[string]provider.Provider{"openai": providertest.NewScripted(providertest.Reply("x"))})}
 		out := v.Run(context.Background(), job("openai/gpt-4o", map[string]any{"prompt": "p",
 			"vision": []any{map[string]any{"source": "url", "url": "https://example.com/a.png"}}}))
-		if out.Err == nil || out.Err.Code != "NIKA-INFER-001" {
+		if out.Err == nil || out.Err.Code != "NIKA-VAR-006" {
+			t.Fatalf("outcome %+v", out)
+		}
+	})
+}
+
+// media is a MediaLoader double: it records what it was asked and answers from a table.
+type media struct {
+	mu    sync.Mutex
+	asked []string
+	fail  error
+}
+
+func (m *media) LoadImage(_ context.Context, call tools.Call, field, source, ref string) ([]byte, string, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.asked = append(m.asked, field+" "+source+" "+ref+" "+call.RunDir)
+	if m.fail != nil {
+		return nil, "", m.fail
+	}
+	return []byte(ref), "image/png", nil
+}
+
+// Vision inputs are loaded in order through Media, with the job's run directory, and go first in
+// the user message, before the prompt.
+func TestVision(t *testing.T) {
+	s := providertest.NewScripted(providertest.Reply("seen"))
+	m := &media{}
+	v := &Verb{Providers: registry(map[string]provider.Provider{"openai": s}), Media: m}
+	j := job(scriptedModel, map[string]any{"prompt": "what is this?", "vision": []any{
+		map[string]any{"source": "file", "path": "a.png"},
+		map[string]any{"source": "url", "url": "https://example.com/b.png"},
+	}})
+	j.RunDir = "/run"
+	out := v.Run(context.Background(), j)
+	if out.Err != nil || out.Output != "seen" {
+		t.Fatalf("outcome %+v", out)
+	}
+	if want := []string{"vision[0] file a.png /run", "vision[1] url https://example.com/b.png /run"}; !reflect.DeepEqual(m.asked, want) {
+		t.Errorf("asked %q, want %q", m.asked, want)
+	}
+	blocks := s.Requests()[0].Messages[0].Blocks
+	want := []provider.Block{provider.ImageBlock("image/png", []byte("a.png")),
+		provider.ImageBlock("image/png", []byte("https://example.com/b.png")), provider.TextBlock("what is this?")}
+	if !reflect.DeepEqual(blocks, want) {
+		t.Errorf("blocks %+v, want %+v", blocks, want)
+	}
+
+	t.Run("a loader error is the task's error", func(t *testing.T) {
+		s := providertest.NewScripted(providertest.Reply("seen"))
+		m := &media{fail: spec.NewError("NIKA-SEC-005", "vision[0]: refused", nil)}
+		v := &Verb{Providers: registry(map[string]provider.Provider{"openai": s}), Media: m}
+		out := v.Run(context.Background(), job(scriptedModel, map[string]any{"prompt": "p",
+			"vision": []any{map[string]any{"source": "url", "url": "http://127.0.0.1/x.png"}}}))
+		if out.Err == nil || out.Err.Code != "NIKA-SEC-005" || len(s.Requests()) != 0 {
+			t.Fatalf("outcome %+v, %d requests", out, len(s.Requests()))
+		}
+	})
+	t.Run("bad items", func(t *testing.T) {
+		for _, item := range []any{"a.png", map[string]any{"source": "disk", "path": "a"}, map[string]any{"source": "file"}} {
+			v := &Verb{Providers: registry(map[string]provider.Provider{"openai": providertest.NewScripted()}), Media: &media{}}
+			out := v.Run(context.Background(), job(scriptedModel, map[string]any{"prompt": "p", "vision": []any{item}}))
+			if out.Err == nil || out.Err.Code != "NIKA-VAR-006" {
+				t.Errorf("%v: outcome %+v", item, out)
+			}
+		}
+	})
+}
+
+// thinker is a scripted provider that reports native thinking.
+type thinker struct{ *providertest.Scripted }
+
+func (thinker) SupportsThinking(string) bool { return true }
+
+// `thinking` reaches a provider that supports it; a provider without support gets no Thinking,
+// and the task says so with a warn log event (LANGUAGE.md §5.1).
+func TestThinking(t *testing.T) {
+	for _, tt := range []struct {
+		name     string
+		thinking any
+		want     *provider.Thinking
+	}{
+		{"budget", map[string]any{"enabled": true, "budget_tokens": 5000}, &provider.Thinking{BudgetTokens: 5000}},
+		{"enabled defaults to true", map[string]any{"budget_tokens": 3000}, &provider.Thinking{BudgetTokens: 3000}},
+		{"default budget", map[string]any{"enabled": true}, &provider.Thinking{BudgetTokens: DefaultThinkingBudget}},
+		{"disabled", map[string]any{"enabled": false, "budget_tokens": 3000}, nil},
+		{"absent", nil, nil},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			for _, supports := range []bool{true, false} {
+				s := providertest.NewScripted(providertest.Reply("ok"))
+				var p provider.Provider = s
+				if supports {
+					p = thinker{s}
+				}
+				v := &Verb{Providers: registry(map[string]provider.Provider{"openai": p})}
+				f := map[string]any{"prompt": "p"}
+				if tt.thinking != nil {
+					f["thinking"] = tt.thinking
+				}
+				j := job(scriptedModel, f)
+				var logs []map[string]any
+				j.Emit = func(kind string, f map[string]any) {
+					if kind == "log" {
+						logs = append(logs, f)
+					}
+				}
+				if out := v.Run(context.Background(), j); out.Err != nil {
+					t.Fatal(out.Err)
+				}
+				got := s.Requests()[0].Thinking
+				want := tt.want
+				if !supports {
+					want = nil
+				}
+				if !reflect.DeepEqual(got, want) {
+					t.Errorf("supports=%v: Thinking %+v, want %+v", supports, got, want)
+				}
+				warned := len(logs) == 1 && logs[0]["level"] == "warn" && strings.Contains(logs[0]["message"].(string), "`thinking` is ignored")
+				if wantWarn := !supports && tt.want != nil; warned != wantWarn || len(logs) > 1 {
+					t.Errorf("supports=%v: logs %v, want a warning: %v", supports, logs, wantWarn)
+				}
+			}
+		})
+	}
+	t.Run("bad budget", func(t *testing.T) {
+		v := &Verb{Providers: registry(map[string]provider.Provider{"openai": thinker{providertest.NewScripted()}})}
+		out := v.Run(context.Background(), job(scriptedModel, map[string]any{"prompt": "p", "thinking": map[string]any{"budget_tokens": 0}}))
+		if out.Err == nil || out.Err.Code != "NIKA-VAR-006" {
+			t.Fatalf("outcome %+v", out)
+		}
+	})
+	t.Run("the mock takes it without a warning", func(t *testing.T) {
+		v := &Verb{Providers: registry(nil)}
+		j := job(provider.MockModel, map[string]any{"prompt": "p", "thinking": map[string]any{"enabled": true}})
+		j.Emit = func(kind string, f map[string]any) { t.Errorf("event %s %v", kind, f) }
+		if out := v.Run(context.Background(), j); out.Err != nil || out.Output != "p" {
 			t.Fatalf("outcome %+v", out)
 		}
 	})
