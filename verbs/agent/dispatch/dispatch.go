@@ -189,11 +189,15 @@ func Resolve(ctx context.Context, cfg Config, exec Executor, calls []Call, progr
 		timers = make([]*time.Timer, n)
 	}
 	done := make(chan int, n) // buffered to n: no worker ever blocks on exit
-	sem := make(chan struct{}, p)
 	bctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 
-	next, finished := 0, 0
+	// next: calls started; finished: completions received; running: slots
+	// held (started, completion not received). Only the coordinator frees a
+	// slot, when it receives the completion, so it never starts a call while
+	// the completion that freed the slot is still unread: at P = 1 a refusal
+	// is always seen before the next call starts (§6.1, §6.5).
+	next, finished, running := 0, 0, 0
 	abort := func(stopper bool) {
 		cancel()
 		for _, t := range timers {
@@ -227,50 +231,15 @@ func Resolve(ctx context.Context, cfg Config, exec Executor, calls []Call, progr
 		}
 	}
 
-	// receive accounts for a completion; it reports a batch stopper.
-	receive := func(i int) bool {
-		finished++
-		if timers != nil && timers[i] != nil {
-			timers[i].Stop()
-		}
-		notifyFinished(progress, res[i])
-		return res[i].Boundary()
-	}
-	drain := func() bool {
-		for {
-			select {
-			case i := <-done:
-				if receive(i) {
-					return true
-				}
-			default:
-				return false
-			}
-		}
-	}
-
 	for finished < n {
-		var acquire chan struct{}
-		if next < n {
-			acquire = sem // nil channel disables the arm
-		}
-		select {
-		case acquire <- struct{}{}:
-			if ctx.Err() != nil { // acquire may win over ctx.Done in select
-				<-sem
+		if next < n && running < p {
+			if ctx.Err() != nil { // nothing starts after cancellation (§6.6)
 				abort(false)
-				return res
-			}
-			// A slot is released only after its completion was queued: take
-			// every queued completion first, so a refusal stops the batch
-			// before another call starts (deterministic at P = 1).
-			if stop := drain(); stop {
-				<-sem
-				abort(true)
 				return res
 			}
 			i := next
 			next++
+			running++
 			c := calls[i]
 			starts[i] = time.Now()
 			state[i].Store(stRunning)
@@ -283,8 +252,7 @@ func Resolve(ctx context.Context, cfg Config, exec Executor, calls []Call, progr
 							fmt.Sprintf("%s exceeded its %s call timeout", c.Name, timeout), nil))
 						r.Elapsed = time.Since(start)
 						res[i] = r
-						done <- i
-						<-sem // frees the slot last; the call, if still running, is detached
+						done <- i // the call, if still running, is detached
 					}
 				})
 			}
@@ -294,11 +262,19 @@ func Resolve(ctx context.Context, cfg Config, exec Executor, calls []Call, progr
 				if state[i].CompareAndSwap(stRunning, stSettled) {
 					res[i] = r
 					done <- i
-					<-sem // last: a freed slot implies its completion is already queued
 				} // else: timed out or abandoned; the late result is discarded
 			}()
+			continue
+		}
+		select {
 		case i := <-done: // res[i] is visible: the write happens before the send
-			if receive(i) {
+			finished++
+			running--
+			if timers != nil {
+				timers[i].Stop()
+			}
+			notifyFinished(progress, res[i])
+			if res[i].Boundary() {
 				abort(true)
 				return res
 			}
