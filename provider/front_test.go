@@ -485,3 +485,23 @@ func TestProviderOutcomesInRequestOrder(t *testing.T) {
 		t.Errorf("completion order %v, want reverse", finished)
 	}
 }
+
+// capable is an adapter with both optional capabilities, for one model.
+type capable struct{ adapterFunc }
+
+func (capable) SupportsSchema(model string) bool   { return model == "x/yes" }
+func (capable) SupportsThinking(model string) bool { return model == "x/yes" }
+
+// The Front is what the verbs are given: it must report its adapter's capabilities (a wrapper
+// that hid them sent no native schema to any real provider), and none for an adapter without.
+func TestFrontPassesCapabilities(t *testing.T) {
+	plain := adapterFunc(func(context.Context, Request) Outcome { return Outcome{} })
+	f := NewFront("x", capable{plain}, FrontConfig{})
+	if !f.SupportsSchema("x/yes") || f.SupportsSchema("x/no") || !f.SupportsThinking("x/yes") || f.SupportsThinking("x/no") {
+		t.Error("capabilities of the adapter not passed through")
+	}
+	g := NewFront("x", plain, FrontConfig{})
+	if g.SupportsSchema("x/yes") || g.SupportsThinking("x/yes") {
+		t.Error("an adapter without the capabilities reported some")
+	}
+}

@@ -476,3 +476,96 @@ func TestToolChoiceBadRequest(t *testing.T) {
 		}
 	}
 }
+
+// Native structured output and extended thinking are model capabilities on this wire.
+func TestCapabilities(t *testing.T) {
+	a := &Adapter{}
+	for _, tt := range []struct {
+		model          string
+		schema, thinks bool
+	}{
+		{"anthropic/claude-sonnet-4-5", true, true},
+		{"anthropic/claude-haiku-4-5-20251001", true, true},
+		{"anthropic/claude-opus-4-6", true, true},
+		{"anthropic/claude-opus-5", true, true},
+		{"anthropic/claude-opus-4-1", false, true},
+		{"anthropic/claude-sonnet-4-20250514", false, true},
+		{"anthropic/claude-3-7-sonnet-20250219", false, true},
+		{"anthropic/claude-3-5-haiku-latest", false, false},
+		{"anthropic/claude-test", false, false},
+	} {
+		if got := a.SupportsSchema(tt.model); got != tt.schema {
+			t.Errorf("%s: SupportsSchema = %v", tt.model, got)
+		}
+		if got := a.SupportsThinking(tt.model); got != tt.thinks {
+			t.Errorf("%s: SupportsThinking = %v", tt.model, got)
+		}
+	}
+}
+
+// Thinking: the budget (raised to the wire's minimum) and a max_tokens above it; left out for a
+// model without thinking.
+func TestThinkingRequest(t *testing.T) {
+	for _, tt := range []struct {
+		model            string
+		budget, maxTok   int
+		wantThink, wantM string
+	}{
+		{"anthropic/claude-sonnet-4-5", 3000, 0, `{"type":"enabled","budget_tokens":3000}`, "7096"},
+		{"anthropic/claude-sonnet-4-5", 100, 0, `{"type":"enabled","budget_tokens":1024}`, "5120"},
+		{"anthropic/claude-sonnet-4-5", 3000, 9000, `{"type":"enabled","budget_tokens":3000}`, "9000"},
+		{"anthropic/claude-3-5-haiku-latest", 3000, 0, ``, "4096"},
+	} {
+		a, rec := serve(t, 200, nil, textReply)
+		ok(t, a.Exchange(context.Background(), provider.Request{Model: tt.model, MaxTokens: tt.maxTok,
+			Thinking: &provider.Thinking{BudgetTokens: tt.budget}, Messages: []provider.Message{provider.UserText("x")}}))
+		body, _, _ := rec.last()
+		var f map[string]json.RawMessage
+		if err := json.Unmarshal(body, &f); err != nil {
+			t.Fatal(err)
+		}
+		if string(f["thinking"]) != tt.wantThink || string(f["max_tokens"]) != tt.wantM {
+			t.Errorf("%s budget %d: thinking %s max_tokens %s", tt.model, tt.budget, f["thinking"], f["max_tokens"])
+		}
+	}
+}
+
+// Arguments that are not a JSON object go back as {} (tool_use.input must be an object), and a
+// 404 with a base URL ending in /v1 hints at it; errors name the URL tried.
+func TestReplayArgumentsAndWhere(t *testing.T) {
+	a, rec := serve(t, 200, nil, textReply)
+	ok(t, a.Exchange(context.Background(), provider.Request{Model: "anthropic/m", Messages: []provider.Message{provider.UserText("go"),
+		{Role: provider.RoleAssistant, Blocks: []provider.Block{provider.ToolUseBlock("c1", "nika:read", json.RawMessage(`"{path: a"`))}},
+		{Role: provider.RoleUser, Blocks: []provider.Block{provider.ToolResultBlock("c1", "not JSON", true)}}}}))
+	body, _, _ := rec.last()
+	if !bytes.Contains(body, []byte(`"type":"tool_use","id":"c1","name":"nika_read","input":{}`)) {
+		t.Errorf("body %s", body)
+	}
+	a, _ = serve(t, 404, nil, `{"type":"error","error":{"type":"not_found_error","message":"Not Found"}}`)
+	base := a.BaseURL
+	a.BaseURL += "/v1"
+	out := a.Exchange(context.Background(), provider.Request{Model: "anthropic/m", Messages: []provider.Message{provider.UserText("x")}})
+	want := "anthropic: POST " + base + "/v1/v1/messages: HTTP 404 not_found_error: Not Found — the base URL " + base +
+		"/v1 ends in /v1, which nika adds itself: set NIKA_ANTHROPIC_BASE_URL to " + base
+	if out.Err == nil || out.Err.Message != want {
+		t.Errorf("message %q\nwant %q", out.Err.Message, want)
+	}
+	srv := httptest.NewServer(http.NotFoundHandler())
+	dead := srv.URL
+	srv.Close()
+	out = (&Adapter{BaseURL: dead, Key: "sk-ant-long-key"}).Exchange(context.Background(), provider.Request{Model: "anthropic/m", Messages: []provider.Message{provider.UserText("x")}})
+	if out.Err == nil || !strings.HasPrefix(out.Err.Message, "anthropic: POST "+dead+"/v1/messages: request failed (network): ") {
+		t.Errorf("message %q", out.Err.Message)
+	}
+}
+
+// Vision: an image block is a base64 image source, in block order.
+func TestImageBlock(t *testing.T) {
+	a, rec := serve(t, 200, nil, textReply)
+	ok(t, a.Exchange(context.Background(), provider.Request{Model: "anthropic/m", Messages: []provider.Message{
+		{Role: provider.RoleUser, Blocks: []provider.Block{provider.ImageBlock("image/gif", []byte("GIF89a")), provider.TextBlock("what?")}}}}))
+	body, _, _ := rec.last()
+	if !bytes.Contains(body, []byte(`"content":[{"type":"image","source":{"type":"base64","media_type":"image/gif","data":"R0lGODlh"}},{"type":"text","text":"what?"}]`)) {
+		t.Errorf("body %s", body)
+	}
+}

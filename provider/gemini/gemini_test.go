@@ -567,3 +567,51 @@ func TestToolChoiceBadRequest(t *testing.T) {
 		}
 	}
 }
+
+// Thinking goes as generationConfig.thinkingConfig for Gemini 2.5 and later, and nowhere for
+// older models; non-object arguments are replayed as {}; image blocks are inlineData.
+func TestThinkingImagesAndArguments(t *testing.T) {
+	for _, tt := range []struct {
+		model  string
+		thinks bool
+	}{{"gemini/gemini-2.5-flash", true}, {"gemini/gemini-3-pro-preview", true}, {"gemini/gemini-2.0-flash", false}, {"gemini/gemini-1.5-pro", false}} {
+		a, rec := serve(t, 200, nil, textReply)
+		if got := a.SupportsThinking(tt.model); got != tt.thinks {
+			t.Errorf("%s: SupportsThinking = %v", tt.model, got)
+		}
+		ok(t, a.Exchange(context.Background(), provider.Request{Model: tt.model, Thinking: &provider.Thinking{BudgetTokens: 777},
+			Messages: []provider.Message{
+				{Role: provider.RoleUser, Blocks: []provider.Block{provider.ImageBlock("image/png", []byte("PNG")), provider.TextBlock("go")}},
+				{Role: provider.RoleAssistant, Blocks: []provider.Block{provider.ToolUseBlock("c1", "nika:read", json.RawMessage(`"{path: a"`))}},
+				{Role: provider.RoleUser, Blocks: []provider.Block{provider.ToolResultBlock("c1", "not JSON", true)}}}}))
+		body, _, _ := rec.last()
+		if has := bytes.Contains(body, []byte(`"thinkingConfig":{"thinkingBudget":777}`)); has != tt.thinks {
+			t.Errorf("%s: thinkingConfig sent %v: %s", tt.model, has, body)
+		}
+		for _, want := range []string{`{"inlineData":{"mimeType":"image/png","data":"UE5H"}},{"text":"go"}`, `"args":{}`} {
+			if !bytes.Contains(body, []byte(want)) {
+				t.Errorf("%s: body lacks %s: %s", tt.model, want, body)
+			}
+		}
+	}
+}
+
+// Errors name the URL tried; a 404 with a base URL ending in a version segment hints at it.
+func TestErrorsNameURL(t *testing.T) {
+	a, _ := serve(t, 404, nil, `{"error":{"code":404,"message":"not here","status":"NOT_FOUND"}}`)
+	base := a.BaseURL
+	a.BaseURL += "/v1beta"
+	out := a.Exchange(context.Background(), provider.Request{Model: "gemini/g", Messages: []provider.Message{provider.UserText("x")}})
+	want := "gemini: POST " + base + "/v1beta/v1beta/models/g:generateContent: HTTP 404 NOT_FOUND: not here — the base URL " + base +
+		"/v1beta ends in a version segment, which nika adds itself (/v1beta): set NIKA_GEMINI_BASE_URL to " + base
+	if out.Err == nil || out.Err.Message != want {
+		t.Errorf("message %q\nwant %q", out.Err.Message, want)
+	}
+	srv := httptest.NewServer(http.NotFoundHandler())
+	dead := srv.URL
+	srv.Close()
+	out = (&Adapter{BaseURL: dead, Key: "gm-long-key"}).Exchange(context.Background(), provider.Request{Model: "gemini/g", Messages: []provider.Message{provider.UserText("x")}})
+	if out.Err == nil || !strings.HasPrefix(out.Err.Message, "gemini: POST "+dead+"/v1beta/models/g:generateContent: request failed (network): ") {
+		t.Errorf("message %q", out.Err.Message)
+	}
+}

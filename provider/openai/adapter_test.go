@@ -488,3 +488,75 @@ func TestJSONFormatWithoutJSONObject(t *testing.T) {
 		t.Errorf("response_format = %s", got)
 	}
 }
+
+// A refused connection names the URL tried, and the message never quotes a query (net/http's
+// *url.Error does).
+func TestTransportErrorNamesURL(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	url := "http://" + l.Addr().String()
+	l.Close()
+	p, _ := Lookup("vllm")
+	a, err := New(p, func(k string) (string, bool) { return url + "/v1?token=qsecret", k == "NIKA_VLLM_BASE_URL" }, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := a.Exchange(context.Background(), provider.Request{Model: "vllm/m", Messages: []provider.Message{provider.UserText("hi")}})
+	if o.Err == nil {
+		t.Fatal("no error")
+	}
+	if msg := o.Err.Message; !strings.HasPrefix(msg, "vllm: POST "+url+"/v1?…: request failed (network): ") ||
+		strings.Contains(msg, "qsecret") {
+		t.Errorf("message %q", msg)
+	}
+}
+
+// Arguments a model wrote that are not a JSON object (kept in the transcript as a JSON string)
+// go back verbatim to OpenAI, and as {} to servers that parse them (Ollama answers 400 "invalid
+// tool call arguments" to anything else).
+func TestReplayNonJSONArguments(t *testing.T) {
+	msgs := []provider.Message{provider.UserText("go"),
+		{Role: provider.RoleAssistant, Blocks: []provider.Block{provider.ToolUseBlock("c1", "nika:read", json.RawMessage(`"{path: a"`))}},
+		{Role: provider.RoleUser, Blocks: []provider.Block{provider.ToolResultBlock("c1", "not JSON", true)}}}
+	for _, tt := range []struct{ profile, want string }{{"openai", `{path: a`}, {"ollama", `{}`}, {"vllm", `{}`}} {
+		s := newServer(t, 200, nil, textReply)
+		mustOK(t, adapter(t, tt.profile, s.URL).Exchange(context.Background(), provider.Request{Model: tt.profile + "/m", Messages: msgs}))
+		var body struct {
+			Messages []struct {
+				ToolCalls []struct {
+					Function struct {
+						Arguments string `json:"arguments"`
+					} `json:"function"`
+				} `json:"tool_calls"`
+			} `json:"messages"`
+		}
+		if err := json.Unmarshal(s.lastBody(t), &body); err != nil {
+			t.Fatal(err)
+		}
+		if got := body.Messages[1].ToolCalls[0].Function.Arguments; got != tt.want {
+			t.Errorf("%s: arguments %q, want %q", tt.profile, got, tt.want)
+		}
+	}
+}
+
+// SupportsThinking: only the profiles with a reasoning form, and for OpenAI only its reasoning
+// models; SupportsSchema is unaffected by the model.
+func TestCapabilities(t *testing.T) {
+	for _, tt := range []struct {
+		profile, model string
+		thinks         bool
+	}{
+		{"openai", "openai/o4-mini", true}, {"openai", "openai/gpt-5.1", true}, {"openai", "openai/gpt-4o", false},
+		{"ollama", "ollama/qwen3:8b", true}, {"openrouter", "openrouter/x/y", true}, {"groq", "groq/llama", false},
+	} {
+		a := adapter(t, tt.profile, "http://127.0.0.1:1")
+		if got := a.SupportsThinking(tt.model); got != tt.thinks {
+			t.Errorf("%s: SupportsThinking = %v", tt.model, got)
+		}
+	}
+	if adapter(t, "deepseek", "http://x").SupportsSchema("deepseek/m") || !adapter(t, "openai", "http://x").SupportsSchema("openai/m") {
+		t.Error("SupportsSchema")
+	}
+}
