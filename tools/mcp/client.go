@@ -29,6 +29,12 @@
 //     content type it does not know, say) from a server that still answers a ping is
 //     NIKA-INVOKE-003, not transient, and the session is kept: the server has not crashed.
 //   - Output: with no content blocks at all, "all blocks are text" holds and the output is "".
+//   - Progress (CallProgress): a tools/call carries a progress token ("nika-<n>", unique in the
+//     run) only when the caller takes progress; a call made through Call asks for none. A
+//     notifications/progress is delivered only to the call whose token it names, from the
+//     session that call went to, and only until the call returns: the SDK hands the answer to
+//     the call as soon as it is read, so notifications a server sends right before its answer
+//     may still be queued then, and they are dropped rather than reported after the call ended.
 //   - Close lets each server exit by itself for Options.Grace after closing its stdin (the MCP
 //     stdio shutdown), then kills its process group whatever happened, so grandchildren die too.
 //     On Linux a server that exits by itself has its group killed at once: a grandchild that
@@ -118,6 +124,17 @@ type Client struct {
 	closed  bool
 	servers map[string]*server
 	wg      sync.WaitGroup // starts, watchers and shutdowns in flight
+
+	progMu   sync.Mutex
+	progSeq  uint64
+	progress map[string]*progressSink // by progress token, for the calls in flight that take progress
+}
+
+// progressSink is where the progress notifications of one call in flight go.
+type progressSink struct {
+	sess *sdk.ClientSession // the session the call went to: no other may report on it
+	mu   sync.Mutex
+	f    func(progress, total float64, message string) // nil once the call has returned
 }
 
 // server is the per-run state of one registered server.
@@ -146,16 +163,19 @@ func NewClient(reg *Registry, opts Options) *Client {
 		opts.Version = "dev"
 	}
 	closing, stopping := context.WithCancel(context.Background())
-	return &Client{
-		reg:  reg,
-		opts: opts,
-		// No capabilities: nika serves no roots, sampling or elicitation. A server that sees a
-		// roots capability may replace its own configured roots with the client's (none).
-		sdk:      sdk.NewClient(&sdk.Implementation{Name: "nika", Version: opts.Version}, &sdk.ClientOptions{Capabilities: &sdk.ClientCapabilities{}}),
+	c := &Client{
+		reg:      reg,
+		opts:     opts,
 		closing:  closing,
 		stopping: stopping,
 		servers:  map[string]*server{},
+		progress: map[string]*progressSink{},
 	}
+	// No capabilities: nika serves no roots, sampling or elicitation. A server that sees a
+	// roots capability may replace its own configured roots with the client's (none).
+	c.sdk = sdk.NewClient(&sdk.Implementation{Name: "nika", Version: opts.Version},
+		&sdk.ClientOptions{Capabilities: &sdk.ClientCapabilities{}, ProgressNotificationHandler: c.onProgress})
+	return c
 }
 
 // Servers returns the registry's server names, sorted. It starts nothing.
@@ -184,6 +204,17 @@ func (c *Client) List(ctx context.Context, server string) ([]tools.Def, error) {
 
 // Call calls one MCP tool by canonical name (see tools.Source).
 func (c *Client) Call(ctx context.Context, name string, args map[string]any) (any, error) {
+	return c.CallProgress(ctx, name, args, nil)
+}
+
+// CallProgress is Call that also asks the server for progress (a progress token in the request's
+// _meta) and passes each notifications/progress the server sends for this call to progress:
+// the progress so far, the total (0 when unknown) and the server's message, as sent. progress
+// is called from the session's handler goroutine, in the order the server sent them, never
+// concurrently and never after CallProgress returns; it must not block (the session handles
+// nothing else the server sends meanwhile), and a panic in it is recovered and ignored. A nil
+// progress is Call.
+func (c *Client) CallProgress(ctx context.Context, name string, args map[string]any, progress func(progress, total float64, message string)) (any, error) {
 	server, tool, ok := splitName(name)
 	if !ok {
 		return nil, spec.NewError(CodeUnknown, fmt.Sprintf("unknown tool %q: an MCP tool is named mcp:<server>/<tool>", name), map[string]any{"tool": name})
@@ -220,7 +251,15 @@ func (c *Client) Call(ctx context.Context, name string, args map[string]any) (an
 			return nil, argsError(name, vs)
 		}
 	}
-	res, err := cn.sess.CallTool(ctx, &sdk.CallToolParams{Name: tool, Arguments: plain})
+	params := &sdk.CallToolParams{Name: tool, Arguments: plain}
+	var stop func()
+	if progress != nil {
+		stop = c.watchProgress(params, cn.sess, progress)
+	}
+	res, err := cn.sess.CallTool(ctx, params)
+	if stop != nil {
+		stop()
+	}
 	if err != nil {
 		e := cn.callError(ctx, name, err, c.opts.Grace)
 		if e.Code == CodeUnavailable {
@@ -237,6 +276,51 @@ func (c *Client) Call(ctx context.Context, name string, args map[string]any) (an
 		return nil, spec.NewError(CodeFailed, fmt.Sprintf("%s returned a value with no JSON form: %v", name, err), map[string]any{"tool": name}).Wrap(err)
 	}
 	return out, nil
+}
+
+// watchProgress gives a call's params a fresh progress token and routes the notifications that
+// name it, from sess, to f until the returned stop is called.
+func (c *Client) watchProgress(params *sdk.CallToolParams, sess *sdk.ClientSession, f func(progress, total float64, message string)) (stop func()) {
+	s := &progressSink{sess: sess, f: f}
+	c.progMu.Lock()
+	c.progSeq++
+	token := fmt.Sprintf("nika-%d", c.progSeq)
+	c.progress[token] = s
+	c.progMu.Unlock()
+	params.SetProgressToken(token)
+	return func() {
+		c.progMu.Lock()
+		delete(c.progress, token)
+		c.progMu.Unlock()
+		s.mu.Lock() // waits for a delivery in progress
+		s.f = nil
+		s.mu.Unlock()
+	}
+}
+
+// onProgress is the SDK's progress handler: it runs on the session's handler goroutine, one
+// notification at a time, in the order the server sent them.
+func (c *Client) onProgress(_ context.Context, req *sdk.ProgressNotificationClientRequest) {
+	if req == nil || req.Params == nil {
+		return
+	}
+	token, ok := req.Params.ProgressToken.(string)
+	if !ok {
+		return // nika's tokens are strings: not one of its calls
+	}
+	c.progMu.Lock()
+	s := c.progress[token]
+	c.progMu.Unlock()
+	if s == nil || s.sess != req.Session {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.f == nil {
+		return
+	}
+	defer func() { _ = recover() }()
+	s.f(req.Params.Progress, req.Params.Total, req.Params.Message)
 }
 
 // Close shuts down every server of the run: it abandons starts in flight, closes each session

@@ -6,9 +6,11 @@ import (
 	"bufio"
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -77,7 +79,7 @@ func TestSubprocessCalls(t *testing.T) {
 		{name: "structured output", tool: "mcp:echo/spawn", want: nil}, // checked below
 		{name: "isError", tool: "mcp:echo/fail", code: CodeToolError, message: "boom: the tool failed"},
 		{name: "schema", tool: "mcp:echo/echo", args: map[string]any{"text": 3}, code: CodeArgs, message: "invalid arguments for mcp:echo/echo: at /text:"},
-		{name: "unlisted", tool: "mcp:echo/nope", code: CodeUnknown, message: `MCP server "echo" lists no tool "nope" — use one it lists: crash, echo, env, fail, sleep, spawn, spawn_stdout`},
+		{name: "unlisted", tool: "mcp:echo/nope", code: CodeUnknown, message: `MCP server "echo" lists no tool "nope" — use one it lists: crash, echo, env, fail, progress, sleep, spawn, spawn_stdout`},
 		{name: "command not found", tool: "mcp:ghost/x", code: CodeUnavailable, transient: false, message: `MCP server "ghost" is not configured:`},
 	}
 	for _, tc := range cases {
@@ -107,6 +109,69 @@ func TestSubprocessCalls(t *testing.T) {
 				t.Errorf("output = %#v, want %#v", out, tc.want)
 			}
 		})
+	}
+}
+
+// A call made with CallProgress carries a progress token unique in the run, and the server's
+// notifications/progress under it reach the call's callback, in the order sent, with progress,
+// total and message; one under another token reaches no call, nor do a concurrent call's. The
+// callback is never called after CallProgress returns (the -race run reads what it collected
+// without a lock), a panic in it is recovered, and a plain Call asks for no progress.
+func TestSubprocessProgressReachesTheCall(t *testing.T) {
+	c := echoClient(t, nil)
+	ctx := context.Background()
+	if out, err := c.Call(ctx, "mcp:echo/progress", map[string]any{"steps": 2}); err != nil || out != "no token" {
+		t.Fatalf("plain Call: %v, %v; want no progress token sent", out, err)
+	}
+	type note struct {
+		progress, total float64
+		message         string
+	}
+	type result struct {
+		notes []note
+		out   any
+		err   error
+	}
+	tags := []string{"a", "b", "c"}
+	results := make([]result, len(tags))
+	var wg sync.WaitGroup
+	for i, tag := range tags {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r := &results[i]
+			r.out, r.err = c.CallProgress(ctx, "mcp:echo/progress", map[string]any{"steps": 3 + i, "tag": tag},
+				func(progress, total float64, message string) {
+					r.notes = append(r.notes, note{progress, total, message})
+				})
+		}()
+	}
+	wg.Wait()
+	tokens := map[string]string{}
+	for i, tag := range tags {
+		r := results[i]
+		if r.err != nil {
+			t.Fatalf("%s: %v", tag, r.err)
+		}
+		token, ok := strings.CutPrefix(fmt.Sprint(r.out), "token=")
+		if !ok || !strings.HasPrefix(token, "nika-") {
+			t.Fatalf("%s: the server got no nika progress token: %v", tag, r.out)
+		}
+		if other, dup := tokens[token]; dup {
+			t.Fatalf("calls %s and %s got the same token %s", other, tag, token)
+		}
+		tokens[token] = tag
+		var want []note
+		for k := 1; k <= 3+i; k++ {
+			want = append(want, note{float64(k), float64(3 + i), fmt.Sprintf("%s step %d", tag, k)})
+		}
+		if !slices.Equal(r.notes, want) {
+			t.Errorf("%s (token %s): progress %v, want %v", tag, token, r.notes, want)
+		}
+	}
+	out, err := c.CallProgress(ctx, "mcp:echo/progress", map[string]any{"steps": 2}, func(float64, float64, string) { panic("ui") })
+	if err != nil || !strings.HasPrefix(fmt.Sprint(out), "token=nika-") {
+		t.Fatalf("with a panicking callback: %v, %v", out, err)
 	}
 }
 

@@ -1,7 +1,8 @@
 // Command echoserver is a small stdio MCP server for the tests of package tools/mcp and of
 // `nika run`. Its tools echo, fail with isError, sleep until cancelled, spawn a grandchild
-// (`sleep 300`, with or without the server's stdout) and crash, so the tests can prove the client's error mapping and that Close
-// leaves no process behind.
+// (`sleep 300`, with or without the server's stdout), crash, and report progress before
+// answering, so the tests can prove the client's error mapping, that Close leaves no process
+// behind, and that progress notifications reach the call that asked for them.
 //
 // Environment: ECHO_READY, when set, is a FIFO the sleep tool writes one line to once it is
 // sleeping: "server=<pid> children=<pid,pid,…>", the children being the grandchildren spawn
@@ -30,6 +31,11 @@ type envIn struct {
 }
 
 type none struct{}
+
+type progressIn struct {
+	Steps int    `json:"steps" jsonschema:"how many progress notifications to send"`
+	Tag   string `json:"tag,omitempty" jsonschema:"a word put in every message"`
+}
 
 type spawned struct {
 	Pid int `json:"pid"`
@@ -99,6 +105,30 @@ func main() {
 			fmt.Fprintln(os.Stderr, "echoserver: crashing on purpose")
 			os.Exit(3)
 			return nil, nil, nil
+		})
+	// progress sends, when the call carries a progress token, one notification under a token
+	// that is not the call's, then steps notifications under the call's token ("<tag> step i",
+	// progress i of steps), then pings the client: the client handles what a server sends in
+	// order, so its answer means every notification before it was handled. It answers with the
+	// token it was given.
+	mcp.AddTool(s, &mcp.Tool{Name: "progress", Description: "Report progress, then answer with the progress token."},
+		func(ctx context.Context, req *mcp.CallToolRequest, in progressIn) (*mcp.CallToolResult, any, error) {
+			token := req.Params.GetProgressToken()
+			if token == nil {
+				return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "no token"}}}, nil, nil
+			}
+			err := req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: "not-the-call's", Progress: 99, Message: "stray"})
+			for i := 1; i <= in.Steps && err == nil; i++ {
+				err = req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: token,
+					Progress: float64(i), Total: float64(in.Steps), Message: fmt.Sprintf("%s step %d", in.Tag, i)})
+			}
+			if err == nil {
+				err = req.Session.Ping(ctx, nil)
+			}
+			if err != nil {
+				return nil, nil, err
+			}
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: fmt.Sprintf("token=%v", token)}}}, nil, nil
 		})
 	if err := s.Run(context.Background(), &mcp.StdioTransport{}); err != nil {
 		log.Printf("echoserver: %v", err)
