@@ -54,4 +54,23 @@
 //     with NIKA-PARSE-001 (D12).
 //   - A checker panic (a bug) becomes a code-less `internal_error` finding
 //     instead of crashing the process.
+//   - `infer.thinking`: writing the mapping asks for thinking, so `enabled`
+//     defaults to true (`enabled: false` turns it off) and `budget_tokens` to
+//     2048. Anthropic gets `thinking.budget_tokens` (raised to its minimum of
+//     1024; without `max_tokens`, max_tokens = budget + 4096); Gemini 2.5 and
+//     later `thinkingConfig.thinkingBudget`; OpenAI's reasoning models and
+//     Ollama `reasoning_effort` (budget < 4096 low, < 16384 medium, else
+//     high); OpenRouter `reasoning.max_tokens`. Any other provider or model
+//     ignores it, and the task emits a `log` event at level `warn` saying so
+//     (on stderr and in the trace). The mock takes it silently (§6.3).
+//   - `infer.vision`: a file follows nika:read's rules and a URL nika:fetch's
+//     (permits.fs.read, permits.net.http, the SSRF floor, 10 redirects, 30 s);
+//     their failures keep those codes (NIKA-SEC-004, NIKA-SEC-005,
+//     NIKA-BUILTIN-READ-001, NIKA-BUILTIN-FETCH-001/002), with the input named
+//     (`vision[0]: …`). The bytes must sniff as PNG, JPEG, GIF or WebP and be
+//     at most 20 MiB, else NIKA-VAR-006. Images go before the prompt in the
+//     user message. The mock loads nothing (it ignores vision, §6.3), so it
+//     stays offline.
+//   - A set NIKA_RUN_DEPTH that is not a whole number ≥ 0 stops `nika run`
+//     and `nika serve` with exit 3 instead of counting as 0.
 package spec

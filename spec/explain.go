@@ -888,9 +888,9 @@ tasks:
 	},
 	"NIKA-BUILTIN-READ-001": {
 		title: "file not found or unreadable",
-		body: "`nika:read` found no file at `path`, found something that is not a regular file (a directory, " +
-			"a device), or could not read it. Relative paths resolve against the run directory. Not " +
-			"transient.",
+		body: "`nika:read` (or an `infer.vision` file) found no file at `path`, found something that is not a " +
+			"regular file (a directory, a device), or could not read it. Relative paths resolve against the run " +
+			"directory. Not transient.",
 		fix: "Correct the path (relative to where `nika run` is started), or create the file in an earlier " +
 			"task; handle optional files with `on_error: { recover: null }`.",
 	},
@@ -1034,7 +1034,7 @@ tasks:
 	},
 	"NIKA-BUILTIN-FETCH-001": {
 		title: "non-2xx HTTP status",
-		body: "`nika:fetch` got a final status outside 2xx (after at most 10 redirects). `details` carries " +
+		body: "`nika:fetch` (or an `infer.vision` URL) got a final status outside 2xx (after at most 10 redirects). `details` carries " +
 			"`{status, url, body_excerpt}` (at most 1 KiB). It is transient for 5xx, 408 and 429, so " +
 			"`retry` retries those by default; other statuses only when listed in `retry.on_codes`.",
 		fix: "For 4xx, fix the URL, method, headers or credentials; for flaky servers add " +
@@ -1043,7 +1043,7 @@ tasks:
 	},
 	"NIKA-BUILTIN-FETCH-002": {
 		title: "transport failure",
-		body: "`nika:fetch` could not complete the request: DNS, connection or TLS failure, its own request " +
+		body: "`nika:fetch` (or an `infer.vision` URL) could not complete the request: DNS, connection or TLS failure, its own request " +
 			"`timeout` (default 30s) expired, or more than 10 redirects. Transient: `retry` retries it by " +
 			"default.",
 		fix: "Check the host name and network; add `retry: { max_attempts: 3 }`, raise the `timeout` argument " +

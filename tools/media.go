@@ -51,7 +51,7 @@ func (b *Builtins) LoadImage(ctx context.Context, call Call, field, source, ref 
 		}
 		target, err := checkFS(call, gateRead, ref, abs)
 		if err != nil {
-			return nil, "", err
+			return nil, "", inField(field, err)
 		}
 		if data, err = readRegular(target); err != nil {
 			return nil, "", spec.NewError(codeReadFile, field+": cannot read "+what+": "+err.Error(), map[string]any{"path": ref}).Wrap(err)
@@ -93,7 +93,7 @@ func (b *Builtins) fetchImage(ctx context.Context, call Call, field, raw string)
 	rctx, cancel := context.WithTimeout(ctx, fetchDefaultTimeout)
 	defer cancel()
 	fail := func(err error) error {
-		return requestError(ctx, rctx, err, codeFetchTransport, field+": "+what, fetchDefaultTimeout, map[string]any{"url": redactURL(u)})
+		return requestError(ctx, rctx, err, codeFetchTransport, what, fetchDefaultTimeout, map[string]any{"url": redactURL(u)})
 	}
 	req, err := http.NewRequestWithContext(rctx, http.MethodGet, u.String(), nil)
 	if err != nil {
@@ -103,13 +103,13 @@ func (b *Builtins) fetchImage(ctx context.Context, call Call, field, raw string)
 	req.Header.Set("Accept", "image/png, image/jpeg, image/gif, image/webp")
 	fl := newFloor(b.Resolver, call.Permits)
 	if err := fl.check(rctx, u); err != nil {
-		return nil, "", fail(err)
+		return nil, "", inField(field, fail(err))
 	}
 	client := fl.client(maxRedirects)
 	defer client.CloseIdleConnections()
 	resp, err := client.Do(req)
 	if err != nil {
-		return nil, "", fail(err)
+		return nil, "", inField(field, fail(err))
 	}
 	defer resp.Body.Close()
 	final := resp.Request.URL
@@ -126,6 +126,18 @@ func (b *Builtins) fetchImage(ctx context.Context, call Call, field, raw string)
 		return nil, "", fail(err)
 	}
 	return data, redactURL(final), nil
+}
+
+// inField names the vision input in the message of a permits, floor or transport error (which
+// the shared code words for a builtin call); other errors pass unchanged.
+func inField(field string, err error) error {
+	se, ok := err.(*spec.Error)
+	if !ok || se.Code == codeCancelled {
+		return err
+	}
+	c := *se
+	c.Message = field + ": " + se.Message
+	return &c
 }
 
 // redactString redacts a string that may not parse as a URL.
