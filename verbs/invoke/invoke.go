@@ -121,7 +121,7 @@ func (v *Verb) call(ctx context.Context, job workflow.Job, name string) workflow
 			return workflow.Failed(spec.NewError(CodeUnknown, fmt.Sprintf("%s needs an MCP server, and this engine has no MCP registry — create .nika/mcp_servers.json in the run directory (or point NIKA_MCP_CONFIG at one) that registers the server", name),
 				map[string]any{"tool": name}))
 		}
-		res, err := v.Tools.Call(ctx, name, args)
+		res, err := callMCP(ctx, v.Tools, name, args, job.Live)
 		if err != nil {
 			return workflow.Failed(toError(name, err))
 		}

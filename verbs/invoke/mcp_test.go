@@ -2,13 +2,20 @@ package invoke
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"reflect"
+	"strings"
 	"sync"
 	"testing"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/nikahq/nika/event"
 	"github.com/nikahq/nika/spec"
 	"github.com/nikahq/nika/tools"
+	"github.com/nikahq/nika/tools/mcp"
+	"github.com/nikahq/nika/workflow"
 )
 
 // fakeSource is a tools.Source that records its calls.
@@ -70,5 +77,63 @@ func TestRunMCP(t *testing.T) {
 				t.Errorf("events = %+v, want one tool_invoked", rec.evs)
 			}
 		})
+	}
+}
+
+// The MCP client is a source that passes progress on.
+var _ progressCaller = (*mcp.Client)(nil)
+
+// A server's notifications/progress for an mcp: call reach the live stream as tool_call_progress
+// notes, between the call's started and finished (D19): through the real MCP client, over an
+// in-memory server whose tool reports twice before answering.
+func TestLiveToolCallProgress(t *testing.T) {
+	srv := sdk.NewServer(&sdk.Implementation{Name: "slow", Version: "v1"}, nil)
+	srv.AddTool(&sdk.Tool{Name: "build", InputSchema: json.RawMessage(`{"type":"object"}`)},
+		func(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
+			token := req.Params.GetProgressToken()
+			if token == nil {
+				return nil, errors.New("no progress token")
+			}
+			for i := 1; i <= 2; i++ {
+				if err := req.Session.NotifyProgress(ctx, &sdk.ProgressNotificationParams{ProgressToken: token, Progress: float64(i), Total: 2}); err != nil {
+					return nil, err
+				}
+			}
+			// the client handles what the server sends in order: once it answers the ping, it has
+			// handled both notifications
+			if err := req.Session.Ping(ctx, nil); err != nil {
+				return nil, err
+			}
+			return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: "built"}}}, nil
+		})
+	reg, err := mcp.Parse("reg.json", []byte(`{"slow": {"command": "in-memory"}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := mcp.NewClient(reg, mcp.Options{Dial: func(ctx context.Context, _ string, _ mcp.Server) (sdk.Transport, error) {
+		ct, st := sdk.NewInMemoryTransports()
+		if _, err := srv.Connect(ctx, st, nil); err != nil {
+			return nil, err
+		}
+		return ct, nil
+	}})
+	defer c.Close()
+	var mu sync.Mutex
+	var notes []string
+	j := job(&recorder{}, map[string]any{"tool": "mcp:slow/build"}, nil)
+	j.Live = func(n workflow.LiveNote) {
+		mu.Lock()
+		notes = append(notes, n.Kind+" "+n.Tool)
+		mu.Unlock()
+	}
+	out := (&Verb{Tools: c}).Run(context.Background(), j)
+	if out.Err != nil || out.Output != "built" {
+		t.Fatalf("outcome = %+v", out)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	want := "tool_call_started mcp:slow/build|tool_call_progress mcp:slow/build|tool_call_progress mcp:slow/build|tool_call_finished mcp:slow/build"
+	if got := strings.Join(notes, "|"); got != want {
+		t.Errorf("live notes = %s, want %s", got, want)
 	}
 }
