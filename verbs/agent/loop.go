@@ -139,7 +139,7 @@ func (r *run) dispatch(ctx context.Context, t int, uses []provider.Block) *spec.
 		bufs[i] = &emitBuf{}
 	}
 	exec := func(ctx context.Context, c dispatch.Call) (string, json.RawMessage, error) {
-		return r.execute(ctx, c, bufs[c.Index].emit)
+		return r.execute(ctx, c, t, bufs[c.Index].emit)
 	}
 	r.live(workflow.LiveNote{Kind: event.LiveBatchDispatched, Size: len(calls)})
 	results := dispatch.Resolve(ctx, cfg, dispatch.ExecutorFunc(exec), calls, liveProgress{r})
@@ -218,7 +218,7 @@ func (r *run) dispatch(ctx context.Context, t int, uses []provider.Block) *spec.
 // execute is the phase-1 executor: nika:compose is checked here (never run), builtins go to
 // Builtins.Execute with the job's permits, run directory and emitter, and mcp: tools to the
 // run's tool source.
-func (r *run) execute(ctx context.Context, c dispatch.Call, emit func(string, map[string]any)) (string, json.RawMessage, error) {
+func (r *run) execute(ctx context.Context, c dispatch.Call, turn int, emit func(string, map[string]any)) (string, json.RawMessage, error) {
 	if c.Name == router.NameCompose {
 		b := compose(c.Args)
 		return string(b), b, nil
@@ -252,7 +252,7 @@ func (r *run) execute(ctx context.Context, c dispatch.Call, emit func(string, ma
 		// The source checks the arguments against the tool's input schema and maps its result
 		// as invoke does (LANGUAGE.md §5.3); the loop has already applied the whitelist and
 		// permits.tools.
-		out, err = r.v.Tools.Call(ctx, c.Name, args)
+		out, err = r.callMCP(ctx, c, turn, args)
 	} else {
 		out, err = r.v.Builtins.Execute(ctx, tools.Call{Name: c.Name, Args: args, Permits: r.job.Permits, RunDir: r.job.RunDir, Emit: emit,
 			Workflow: r.job.Workflow, Task: taskID(r.job), Inspect: r.job.Inspect})

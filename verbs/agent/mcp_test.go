@@ -15,6 +15,7 @@ import (
 	"github.com/nikahq/nika/spec"
 	"github.com/nikahq/nika/tools"
 	"github.com/nikahq/nika/tools/mcp"
+	"github.com/nikahq/nika/workflow"
 )
 
 // fakeSource is a tools.Source with three servers: fs, gh, and broken (whose list fails).
@@ -192,5 +193,52 @@ func TestUniverseUnusableRegistry(t *testing.T) {
 	job.Permits = &spec.Permits{Tools: []string{"nika:*"}, ToolsSet: true}
 	if out := v.Run(context.Background(), job); out.Err != nil {
 		t.Fatalf("permits.tools without mcp: %+v", out.Err)
+	}
+}
+
+// The MCP client is a source that passes progress on.
+var _ progressCaller = (*mcp.Client)(nil)
+
+// progressSource is a fakeSource whose calls report progress twice before answering, as the
+// MCP client does for a server's notifications/progress.
+type progressSource struct{ fakeSource }
+
+func (p *progressSource) CallProgress(ctx context.Context, name string, args map[string]any, progress func(float64, float64, string)) (any, error) {
+	progress(1, 2, "half")
+	progress(2, 2, "done")
+	return p.Call(ctx, name, args)
+}
+
+// An mcp: call's progress reaches the live stream as tool_call_progress notes with the call's
+// turn and index, between that call's started and finished (D19).
+func TestMCPCallProgressIsLive(t *testing.T) {
+	p := providertest.NewScripted(
+		providertest.ToolCalls("",
+			providertest.Call{ID: "c-1", Name: "mcp:fs/read_text_file", Input: `{"path":"a.txt"}`},
+			providertest.Call{ID: "c-2", Name: "mcp:fs/read_text_file", Input: `{"path":"b.txt"}`}),
+		providertest.Reply("read them"),
+	)
+	v, job, _ := setup(t, p, map[string]any{"prompt": "read", "tools": []any{"mcp:fs/read_*"}}, 8)
+	v.Tools = &progressSource{}
+	var mu sync.Mutex
+	perCall := map[int][]string{}
+	job.Live = func(n workflow.LiveNote) {
+		if n.Tool == "" {
+			return
+		}
+		mu.Lock()
+		perCall[n.Index] = append(perCall[n.Index], fmt.Sprintf("%s turn=%d", n.Kind, n.Turn))
+		mu.Unlock()
+	}
+	if out := v.Run(context.Background(), job); out.Err != nil || out.Output != "read them" {
+		t.Fatalf("outcome %+v", out)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	want := []string{"tool_call_started turn=1", "tool_call_progress turn=1", "tool_call_progress turn=1", "tool_call_finished turn=1"}
+	for i := 0; i < 2; i++ {
+		if !reflect.DeepEqual(perCall[i], want) {
+			t.Errorf("call %d: live notes %v, want %v", i, perCall[i], want)
+		}
 	}
 }
