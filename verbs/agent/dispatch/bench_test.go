@@ -11,6 +11,16 @@ import (
 	"time"
 )
 
+// The grids, shared with TestBenchmarkCommandsFinish.
+var (
+	overheadGrid       = []struct{ n, p int }{{64, 1}, {64, 8}, {64, 64}, {1, 8}, {8, 8}}
+	allocsCaps         = []int{1, 8, 64}
+	wallLatencies      = []time.Duration{time.Millisecond, 10 * time.Millisecond, 100 * time.Millisecond}
+	wallSizes          = []int{1, 2, 4, 8, 16, 32, 64}
+	wallCaps           = []int{1, 2, 4, 8, 64}
+	stragglerLatencies = []time.Duration{time.Millisecond, 10 * time.Millisecond}
+)
+
 var benchArgs = json.RawMessage(`{"path":"src/main.go","pattern":"func [A-Z][a-zA-Z0-9]*","max_results":100,"x":1}`)
 
 type nopProgress struct{}
@@ -23,8 +33,7 @@ func (nopProgress) CallFinished(Result) {}
 // Batch of 64 calls at caps 1, 8, 64, plus batch sizes 1 and 8 at cap 8.
 func BenchmarkDispatchOverhead(b *testing.B) {
 	ex := ExecutorFunc(func(ctx context.Context, c Call) (string, json.RawMessage, error) { return "ok", nil, nil })
-	grid := []struct{ n, p int }{{64, 1}, {64, 8}, {64, 64}, {1, 8}, {8, 8}}
-	for _, g := range grid {
+	for _, g := range overheadGrid {
 		b.Run(fmt.Sprintf("N=%d/P=%d", g.n, g.p), func(b *testing.B) {
 			calls := make([]Call, g.n)
 			for i := range calls {
@@ -53,7 +62,7 @@ func BenchmarkDispatchOverhead(b *testing.B) {
 // gives allocs per batch).
 func BenchmarkDispatchOverheadAllocs(b *testing.B) {
 	ex := ExecutorFunc(func(ctx context.Context, c Call) (string, json.RawMessage, error) { return "ok", nil, nil })
-	for _, p := range []int{1, 8, 64} {
+	for _, p := range allocsCaps {
 		b.Run(fmt.Sprintf("N=64/P=%d", p), func(b *testing.B) {
 			calls := make([]Call, 64)
 			for i := range calls {
@@ -134,11 +143,13 @@ func wallCalls(n int) []Call {
 // latency L at cap P. Reports the median wall-ms, bound-ms = ceil(N/P)·(L+0.3 ms)+1 ms,
 // within-bound (1/0, for the CI job to compare: timer slack on shared runners is not a failure
 // here), speedup over the sequential sum N·L, and peak in-flight; a peak above min(N, P) fails.
-// The full grid takes minutes; select with -bench 'DispatchWall/L=10ms'.
+// One pass over the grid sleeps about 280 ms at L = 1 ms, 2.6 s at 10 ms and 25 s at 100 ms:
+// select latencies with -bench '^BenchmarkDispatchWall$/^L=10ms$' and a fixed -benchtime Nx
+// (BENCHMARKS.md gives the commands; TestBenchmarkCommandsFinish bounds them).
 func BenchmarkDispatchWall(b *testing.B) {
-	for _, l := range []time.Duration{time.Millisecond, 10 * time.Millisecond, 100 * time.Millisecond} {
-		for _, n := range []int{1, 2, 4, 8, 16, 32, 64} {
-			for _, p := range []int{1, 2, 4, 8, 64} {
+	for _, l := range wallLatencies {
+		for _, n := range wallSizes {
+			for _, p := range wallCaps {
 				b.Run(fmt.Sprintf("L=%s/N=%d/P=%d", l, n, p), func(b *testing.B) {
 					var cur, peak atomic.Int64
 					ex := sleepExec(func(Call) time.Duration { return l }, &cur, &peak)
@@ -177,7 +188,7 @@ func BenchmarkDispatchWall(b *testing.B) {
 // BenchmarkDispatchStraggler (§14): N = 8, P = 8, seven calls at L and one at 10·L: the wall is
 // the straggler's latency, not the sum.
 func BenchmarkDispatchStraggler(b *testing.B) {
-	for _, l := range []time.Duration{time.Millisecond, 10 * time.Millisecond} {
+	for _, l := range stragglerLatencies {
 		b.Run(fmt.Sprintf("L=%s", l), func(b *testing.B) {
 			var cur, peak atomic.Int64
 			ex := sleepExec(func(c Call) time.Duration {
