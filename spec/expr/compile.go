@@ -3,6 +3,7 @@ package expr
 import (
 	"errors"
 	"fmt"
+	"reflect"
 	"sort"
 	"strings"
 
@@ -94,7 +95,8 @@ type Program struct {
 	// Type is the static type of the normalized result (Any when unknown).
 	Type Type
 
-	prog *vm.Program // nil when compilation reported issues
+	prog    *vm.Program // nil when compilation reported issues
+	metered bool        // some loop charges the budget: the evaluation needs it in its environment
 }
 
 // Compile compiles one expression (the text of a placeholder, without its
@@ -154,6 +156,7 @@ func compile(src string, env Env) (*Program, []Issue) {
 	}
 
 	c.rewriteB(&tree.Node)
+	metered := c.meter(&tree.Node)
 	if _, err := checker.Check(tree, &cfg); err != nil {
 		// The rewrites only add well-typed calls; this is a bug.
 		return p, []Issue{a.fileIssue(err, "internal error: ")}
@@ -164,7 +167,7 @@ func compile(src string, env Env) (*Program, []Issue) {
 	if err != nil {
 		return p, []Issue{a.fileIssue(err, "cannot compile expression: ")}
 	}
-	p.prog = prog
+	p.prog, p.metered = prog, metered
 	return p, nil
 }
 
@@ -225,6 +228,7 @@ func envNature(env Env, refs []Ref) nature.Nature {
 		RootWith:    {},
 		RootItem:    {},
 		RootIndex:   natureOf(Int),
+		stepKey:     nature.FromType(reflect.TypeOf(stepFunc(nil))),
 	}, nature.Nature{})
 }
 

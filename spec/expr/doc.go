@@ -25,7 +25,10 @@
 //     `&&`, `||`, `!`, `?:` and of predicates, `in`, the string operators,
 //     member access on values of unknown type, non-integral indexes; nodes
 //     whose static type already proves the rule are left alone;
-//  5. compiles to expr bytecode (without expr's optimizer, whose folding
+//  5. rewrites every predicate body to charge the evaluation's step budget
+//     and to stop once the evaluation's context is done (budget.go: expr's
+//     VM has neither);
+//  6. compiles to expr bytecode (without expr's optimizer, whose folding
 //     assumes expr's own semantics).
 //
 // Besides the D14 rules, `fromJSON` decodes numbers as LANGUAGE.md §4.3,
@@ -36,5 +39,6 @@
 // The expr configuration (function table, builtins, limits) is built once,
 // at package initialisation, and never mutated afterwards; each compilation
 // works on its own shallow copy, so Compile and Program.Eval are safe for
-// concurrent use.
+// concurrent use (a Budget, which EvalBudget may share between evaluations,
+// is not).
 package expr

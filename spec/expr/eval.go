@@ -14,14 +14,20 @@ import (
 )
 
 // EvalError is a run-time evaluation failure, including a result that cannot
-// be normalized into the value model. The caller maps it to NIKA-VAR-006.
+// be normalized into the value model. The caller maps it to NIKA-VAR-006,
+// unless Interrupted(err) reports that the evaluation's context ended.
 // (Rendering a bytes value into a string is NIKA-VAR-007, but that is the
 // caller's check: Eval returns []byte as a legitimate value.)
 type EvalError struct {
 	Message string
+	cause   error // ErrSteps, or the interruption; nil otherwise
 }
 
 func (e *EvalError) Error() string { return e.Message }
+
+// Unwrap returns ErrSteps for an evaluation that ran out of steps, and the
+// interruption (see Interrupted) for one whose context ended.
+func (e *EvalError) Unwrap() error { return e.cause }
 
 // Eval evaluates a compiled program. values holds the namespace roots:
 // "vars", "env", "secrets" (map[string]any), "tasks" (map[string]any from
@@ -35,7 +41,19 @@ func (e *EvalError) Error() string { return e.Message }
 // map[string]any (at every depth), a time.Time becomes an RFC 3339 UTC string
 // with milliseconds and a time.Duration its Go string; any other type is an
 // error. Errors are *EvalError. Eval is safe for concurrent use.
-func (p *Program) Eval(values map[string]any) (result any, err error) {
+//
+// Eval runs under a budget of its own, NewBudget(nil): MaxSteps steps, no
+// cancellation.
+func (p *Program) Eval(values map[string]any) (any, error) {
+	return p.EvalBudget(values, nil)
+}
+
+// EvalBudget is Eval under a budget shared with other evaluations (nil: one
+// of its own, with no context): it fails with an *EvalError that unwraps to
+// ErrSteps once the budget's steps are spent, and with one for which
+// Interrupted is true, within one loop iteration, once the budget's context
+// is done (budget.go).
+func (p *Program) EvalBudget(values map[string]any, b *Budget) (result any, err error) {
 	defer func() {
 		if r := recover(); r != nil { // expr's VM recovers its own panics; this guards normalization
 			result, err = nil, &EvalError{Message: fmt.Sprintf("evaluation failed: %v", r)}
@@ -44,10 +62,31 @@ func (p *Program) Eval(values map[string]any) (result any, err error) {
 	if p == nil || p.prog == nil {
 		return nil, &EvalError{Message: "expression has compile errors"}
 	}
+	if b == nil {
+		b = NewBudget(nil)
+	}
+	if err := b.stopped(); err != nil {
+		return nil, &EvalError{Message: err.Error(), cause: err}
+	}
+	env := values
+	if p.metered {
+		env = make(map[string]any, len(values)+1)
+		for k, v := range values {
+			env[k] = v
+		}
+		env[stepKey] = b.step
+	}
 	var machine vm.VM
 	machine.MemoryBudget = memoryBudget
-	out, err := machine.Run(p.prog, values)
+	out, err := machine.Run(p.prog, env)
 	if err != nil {
+		var stop interrupted
+		switch {
+		case errors.As(err, &stop):
+			return nil, &EvalError{Message: stop.Error(), cause: stop}
+		case errors.Is(err, ErrSteps):
+			return nil, &EvalError{Message: ErrSteps.Error(), cause: ErrSteps}
+		}
 		return nil, &EvalError{Message: runtimeMessage(err)}
 	}
 	v, err := Normalize(out)
