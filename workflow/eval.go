@@ -1,6 +1,7 @@
 package workflow
 
 import (
+	"context"
 	"fmt"
 	"math"
 	"reflect"
@@ -72,6 +73,9 @@ const (
 	numberBytes     = 8 // what a number counts against a byte budget, as in D12
 )
 
+// codeCancel is the error of an evaluation stopped by its context.
+const codeCancel = "NIKA-CANCEL-001"
+
 // Eval evaluates a spec.Value tree: literals pass through (deep-copied where
 // they are maps/slices so callers may mutate results), a *spec.Template that
 // is exactly one placeholder keeps its type (§4.7 whole-string), any other
@@ -83,8 +87,22 @@ const (
 // that cannot be rendered (NaN, ±Inf) or a result beyond the memory bounds,
 // with details {expression, path} (path: the template's YAML path) when a
 // template is at fault; NIKA-VAR-007 for bytes rendered into a string.
+//
+// The expressions of one Eval call share one step budget (expr.MaxSteps); a
+// loop beyond it is NIKA-VAR-006. EvalContext also stops them once ctx is
+// done.
 func Eval(v spec.Value, s Scope) (any, *spec.Error) {
 	return newEvaluator(s).literal(v, 0)
+}
+
+// EvalContext is Eval under ctx: once ctx is done, the expression being
+// evaluated stops within one loop iteration and the error is
+// NIKA-CANCEL-001 (the caller, who cancelled ctx, knows why: a task's
+// timeout, a fail-fast, the user).
+func EvalContext(ctx context.Context, v spec.Value, s Scope) (any, *spec.Error) {
+	e := newEvaluator(s)
+	e.budget = expr.NewBudget(ctx)
+	return e.literal(v, 0)
 }
 
 // EvalString evaluates a string-typed field (prompt, system, a string
@@ -162,7 +180,8 @@ type evaluator struct {
 	litNodes, litBytes int
 	valNodes, valBytes int
 	memo               map[*expr.Program]result
-	dirty              bool // a walk met a value outside the model
+	dirty              bool         // a walk met a value outside the model
+	budget             *expr.Budget // the step budget (and context) the expressions share
 }
 
 type result struct {
@@ -175,6 +194,7 @@ func newEvaluator(s Scope) *evaluator {
 		values:   s.values(),
 		litNodes: maxLiteralNodes, litBytes: maxLiteralBytes,
 		valNodes: maxValueNodes, valBytes: maxValueBytes,
+		budget: expr.NewBudget(nil),
 	}
 }
 
@@ -278,12 +298,16 @@ func (e *evaluator) run(t *spec.Template, part *spec.TemplatePart) (any, *spec.E
 	if r, ok := e.memo[part.Program]; ok {
 		return r.v, r.err
 	}
-	v, err := part.Program.Eval(e.values)
+	v, err := part.Program.EvalBudget(e.values, e.budget)
 	var r result
-	if err != nil {
+	switch {
+	case err != nil && expr.Interrupted(err):
+		r.err = spec.NewError(codeCancel,
+			fmt.Sprintf("evaluating `%s`: %s", part.Text, err.Error()), details(t, part)).Wrap(err)
+	case err != nil:
 		r.err = spec.NewError(spec.CodeVarRuntime,
 			fmt.Sprintf("evaluating `%s`: %s", part.Text, err.Error()), details(t, part)).Wrap(err)
-	} else {
+	default:
 		r.v = v
 	}
 	if e.memo == nil {
