@@ -25,9 +25,10 @@ type Inputs struct {
 // JobID names one unit of work the core asks the driver to run.
 type JobID struct {
 	Task      string
-	Iteration int // 0-based for_each index; -1 outside for_each
-	Attempt   int // 1-based; 0 for an on_finally step
-	Finally   int // index of the on_finally step; -1 for an attempt
+	Iteration int  // 0-based for_each index; -1 outside for_each
+	Attempt   int  // 1-based; 0 for an on_finally step
+	Finally   int  // index of the on_finally step; -1 for an attempt
+	Recover   bool // the on_error.recover of the attempt (no verb: Work.Eval only)
 }
 
 // Work is one job to start now.
@@ -35,6 +36,11 @@ type Work struct {
 	ID      JobID
 	Job     workflow.Job
 	Timeout time.Duration // a bound the driver enforces on this job alone (on_finally steps); 0: none
+	// Eval is the job's user code, which the driver runs with the job and
+	// under its context (usercode.go): an attempt's `with`, verb fields (Job
+	// has none until then) and bindings, or a recover job's value and
+	// bindings. Nil for an on_finally step, whose fields the core evaluated.
+	Eval *Eval
 }
 
 // TimerKind tells what a timer is for.
@@ -178,13 +184,26 @@ func (c *Core) start(now time.Time, cancelled bool) Step {
 }
 
 // Finished reports the outcome of a job the core started, with the events
-// the verb emitted while it ran.
-func (c *Core) Finished(id JobID, out workflow.Outcome, emitted []Emitted, now time.Time) Step {
+// the verb emitted while it ran and what the driver evaluated around it.
+func (c *Core) Finished(id JobID, r Report, now time.Time) Step {
 	c.begin(now)
 	if tr := c.byID[id.Task]; tr != nil {
-		tr.finished(c, id, out, emitted)
+		tr.finished(c, id, r)
 	}
 	c.advance()
+	return c.end()
+}
+
+// Prepared reports the `with` an attempt evaluated, before its verb ran
+// (asked for by Eval.KeepWith): the recover sees it even if the attempt ends
+// without a report (a timeout).
+func (c *Core) Prepared(id JobID, with map[string]any, now time.Time) Step {
+	c.begin(now)
+	if tr := c.byID[id.Task]; tr != nil {
+		if it := tr.iter(id.Iteration); it != nil && it.state == iterRunning && it.job == id && with != nil {
+			it.with = with
+		}
+	}
 	return c.end()
 }
 
@@ -406,5 +425,8 @@ func (c *Core) Result() Result {
 }
 
 func (id JobID) String() string {
+	if id.Recover {
+		return fmt.Sprintf("%s[%d]#%d/recover", id.Task, id.Iteration, id.Attempt)
+	}
 	return fmt.Sprintf("%s[%d]#%d/%d", id.Task, id.Iteration, id.Attempt, id.Finally)
 }

@@ -29,5 +29,13 @@
 //     alone through Job.Cancelled, and a job's outcome reaches the core when
 //     the verb calls its Job.Settle, so a failing iteration fails fast and a
 //     finished job releases its dependants while its siblings still run.
+//   - An attempt's user code (its `with`, verb fields and output bindings)
+//     and a recover's (its value and bindings) run in the driver, with the
+//     job and under its context, not in the core (usercode.go): the task
+//     timeout covers them (NIKA-TIMEOUT-001 when it expires while they run;
+//     a binding error before it), a cancellation stops them, and no other
+//     task waits for them. An expression beyond its step budget is
+//     NIKA-VAR-006. The gate, on_finally items and the envelope outputs
+//     stay in the core, bounded by the step budget.
 //   - The engine benchmarks and figures are in BENCHMARKS.md.
 package planner

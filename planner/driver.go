@@ -60,10 +60,12 @@ func Run(ctx context.Context, w *workflow.Workflow, in Inputs, opts Options) Res
 	return d.run()
 }
 
+// jobResult is a job's report, or (prepared) the `with` its attempt
+// evaluated, which the core keeps for the recover before the job ends.
 type jobResult struct {
-	id      JobID
-	out     workflow.Outcome
-	emitted []Emitted
+	id       JobID
+	rep      Report
+	prepared bool
 }
 
 type driver struct {
@@ -117,15 +119,23 @@ func (d *driver) run() Result {
 		}
 		select {
 		case r := <-d.results:
+			if r.prepared {
+				if !step.Done {
+					step = d.core.Prepared(r.id, r.rep.With, d.opts.Clock())
+				} else {
+					step = Step{Done: true}
+				}
+				continue
+			}
 			d.running[r.id]()
 			delete(d.running, r.id)
 			delete(d.started, r.id)
-			d.liveFinished(r.id, r.out)
+			d.liveFinished(r.id, r.rep.Outcome)
 			if step.Done {
 				step = Step{Done: true}
 				continue
 			}
-			step = d.core.Finished(r.id, r.out, r.emitted, d.opts.Clock())
+			step = d.core.Finished(r.id, r.rep, d.opts.Clock())
 		case q := <-d.asks:
 			q.reply <- d.answer(q.view)
 			step = Step{Done: step.Done} // nothing new to carry out
@@ -199,9 +209,10 @@ func (d *driver) carryOut(s Step) {
 	}
 }
 
-// start runs one job in its own goroutine. on_finally steps run on a
-// context that a user cancellation does not cancel, bounded by their
-// timeout (LANGUAGE.md §3.11).
+// start runs one job in its own goroutine: its user code (Work.Eval) and its
+// verb, under the job's context. on_finally steps run on a context that a
+// user cancellation does not cancel, bounded by their timeout (LANGUAGE.md
+// §3.11).
 func (d *driver) start(wk Work) {
 	parent := d.base
 	if wk.ID.Finally >= 0 {
@@ -219,6 +230,14 @@ func (d *driver) start(wk Work) {
 	}
 	d.running[wk.ID] = cancel
 	d.started[wk.ID] = d.opts.Clock()
+	if wk.ID.Recover { // no verb: the recover value and its bindings
+		d.wg.Add(1)
+		go func() {
+			defer d.wg.Done()
+			d.results <- jobResult{id: wk.ID, rep: wk.Eval.runRecover(ctx)}
+		}()
+		return
+	}
 	verb := d.opts.Verbs[wk.Job.Verb]
 	var mu sync.Mutex
 	var emitted []Emitted
@@ -236,36 +255,55 @@ func (d *driver) start(wk Work) {
 	d.wg.Add(1)
 	go func() {
 		defer d.wg.Done()
-		var out workflow.Outcome
-		if abandoned {
-			out = workflow.Failed(spec.NewError("NIKA-CANCEL-001", "on_finally was abandoned", nil))
-		} else {
-			out = runVerb(ctx, verb, job)
+		var rep Report
+		switch {
+		case abandoned:
+			rep.Outcome = workflow.Failed(spec.NewError("NIKA-CANCEL-001", "on_finally was abandoned", nil))
+		case wk.Eval != nil:
+			rep = wk.Eval.runAttempt(ctx, job, func(with map[string]any) { d.prepared(wk, with) },
+				func(job workflow.Job) workflow.Outcome { return runVerb(ctx, verb, job) })
+		default:
+			rep.Outcome = runVerb(ctx, verb, job)
 		}
-		if out.Err != nil && context.Cause(ctx) == errStepTimeout {
-			out = workflow.Failed(spec.NewError("NIKA-TIMEOUT-001", fmt.Sprintf("on_finally step %d of task %q timed out after %s", wk.ID.Finally, wk.ID.Task, wk.Timeout),
+		if rep.Outcome.Err != nil && context.Cause(ctx) == errStepTimeout {
+			rep.Outcome = workflow.Failed(spec.NewError("NIKA-TIMEOUT-001", fmt.Sprintf("on_finally step %d of task %q timed out after %s", wk.ID.Finally, wk.ID.Task, wk.Timeout),
 				map[string]any{"timeout": wk.Timeout.String()}))
 		}
 		mu.Lock()
-		em := emitted
+		rep.Emitted = emitted
 		mu.Unlock()
-		d.results <- jobResult{id: wk.ID, out: out, emitted: em}
+		d.results <- jobResult{id: wk.ID, rep: rep}
 	}()
 }
 
-// startBatch runs several jobs of one BatchVerb in one call. The batch's
-// context ends when every job in it was cancelled (or the run was); one job
-// is cancelled alone through its Job.Cancelled. A job's outcome reaches the
-// core as soon as the verb settles it (Job.Settle), so a failing iteration
-// fails fast while its siblings are still running; outcomes the verb did
-// not settle early are taken from RunBatch's result.
+// prepared hands the core an attempt's evaluated `with` before its verb
+// runs, when the task's recover may read it after the attempt was ended
+// (Eval.KeepWith); called from the job's goroutine.
+func (d *driver) prepared(wk Work, with map[string]any) {
+	if wk.Eval.KeepWith {
+		d.results <- jobResult{id: wk.ID, rep: Report{With: with}, prepared: true}
+	}
+}
+
+// startBatch runs several jobs of one BatchVerb in one call, after each
+// job's `with` and fields were evaluated under the job's own context (a job
+// whose evaluation fails is settled at once and left out of the call). The
+// batch's context ends when every job in it was cancelled (or the run was);
+// one job is cancelled alone through its Job.Cancelled. A job's outcome
+// reaches the core as soon as the verb settles it (Job.Settle), so a failing
+// iteration fails fast while its siblings are still running; outcomes the
+// verb did not settle early are taken from RunBatch's result. A job's
+// bindings run in a goroutine of their own, under the job's context, once
+// its outcome is known.
 func (d *driver) startBatch(v BatchVerb, ws []Work) {
 	ctx, cancel := context.WithCancel(d.base)
 	var mu sync.Mutex
 	pending := len(ws)
 	emitted := make([][]Emitted, len(ws))
 	settled := make([]bool, len(ws))
-	// deliver hands job i's outcome to the core, once.
+	reps := make([]Report, len(ws)) // With, set once evaluated
+	jctx := make([]context.Context, len(ws))
+	// deliver hands job i's outcome to the core, once, after its bindings.
 	deliver := func(i int, out workflow.Outcome) {
 		mu.Lock()
 		if settled[i] {
@@ -273,17 +311,32 @@ func (d *driver) startBatch(v BatchVerb, ws []Work) {
 			return
 		}
 		settled[i] = true
-		em := emitted[i]
+		rep := reps[i]
+		rep.Emitted = emitted[i]
 		mu.Unlock()
-		d.results <- jobResult{id: ws[i].ID, out: out, emitted: em}
+		rep.Outcome = out
+		e := ws[i].Eval
+		if e == nil || out.Err != nil || len(e.Bindings) == 0 {
+			d.results <- jobResult{id: ws[i].ID, rep: rep}
+			return
+		}
+		d.wg.Add(1) // the batch goroutine holds the group until every job is delivered
+		go func() {
+			defer d.wg.Done()
+			e.bind(jctx[i], &rep)
+			d.results <- jobResult{id: ws[i].ID, rep: rep}
+		}()
 	}
 	jobs := make([]workflow.Job, len(ws))
 	for i, wk := range ws {
 		var once sync.Once
 		stop := make(chan struct{})
+		var cancelJob context.CancelFunc
+		jctx[i], cancelJob = context.WithCancel(d.base)
 		d.running[wk.ID] = func() {
 			once.Do(func() {
 				close(stop) // this job alone (Job.Cancelled)
+				cancelJob()
 				mu.Lock()
 				pending--
 				last := pending == 0
@@ -313,9 +366,30 @@ func (d *driver) startBatch(v BatchVerb, ws []Work) {
 	go func() {
 		defer d.wg.Done()
 		defer cancel()
-		outs := runBatch(ctx, v, jobs)
-		for i := range ws {
-			deliver(i, outs[i])
+		var idx []int // the jobs whose with and fields evaluated, in job order
+		var batch []workflow.Job
+		for i, wk := range ws {
+			if wk.Eval == nil {
+				idx, batch = append(idx, i), append(batch, jobs[i])
+				continue
+			}
+			job, with, err := wk.Eval.prepare(jctx[i], jobs[i])
+			mu.Lock()
+			reps[i].With = with
+			mu.Unlock()
+			if err != nil {
+				deliver(i, workflow.Failed(err))
+				continue
+			}
+			d.prepared(wk, with)
+			idx, batch = append(idx, i), append(batch, job)
+		}
+		if len(batch) == 0 {
+			return
+		}
+		outs := runBatch(ctx, v, batch)
+		for k, i := range idx {
+			deliver(i, outs[k])
 		}
 	}()
 }
@@ -391,7 +465,7 @@ func (d *driver) liveStarted(id JobID, verb string) {
 
 // liveFinished reports a job's end with the verb and start time of its task_started.
 func (d *driver) liveFinished(id JobID, out workflow.Outcome) {
-	if d.opts.Live == nil {
+	if d.opts.Live == nil || id.Recover { // a recover is no verb run: it had no task_started
 		return
 	}
 	j := d.jobs[id]

@@ -108,12 +108,12 @@ func (c *Core) inspectDAG() map[string]any {
 	return map[string]any{"workflow": c.w.Name, "tasks": tasks, "waves": waves, "edges": edges}
 }
 
-// inspectThreads lists the attempts running now, on_finally steps left out,
-// sorted by task id, then iteration (then attempt).
+// inspectThreads lists the attempts running now, on_finally steps and
+// recovers left out, sorted by task id, then iteration (then attempt).
 func (d *driver) inspectThreads() []any {
 	ids := make([]JobID, 0, len(d.started))
 	for id := range d.started {
-		if id.Finally < 0 {
+		if id.Finally < 0 && !id.Recover {
 			ids = append(ids, id)
 		}
 	}

@@ -2,6 +2,7 @@ package planner
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 
@@ -119,8 +120,11 @@ func bindingNames(t *spec.Task) []string {
 }
 
 // runBindings runs the jq bindings in name order over a raw output (§3.6);
-// the first failure stops them.
-func runBindings(bs []*spec.Binding, output any) (map[string]any, *spec.Error) {
+// the first failure stops them. They run under ctx, the attempt's (§3.9: the
+// timeout covers them): once it is done, the running binding stops and the
+// error is NIKA-CANCEL-001, which the core, who cancelled the job, has
+// already superseded (a timeout, a fail-fast) or which is the user's.
+func runBindings(ctx context.Context, bs []*spec.Binding, output any) (map[string]any, *spec.Error) {
 	if len(bs) == 0 {
 		return nil, nil
 	}
@@ -128,8 +132,11 @@ func runBindings(bs []*spec.Binding, output any) (map[string]any, *spec.Error) {
 	sort.Slice(sorted, func(i, j int) bool { return sorted[i].Name < sorted[j].Name })
 	out := make(map[string]any, len(bs))
 	for _, b := range sorted {
-		vals, err := b.Program.Run(context.Background(), output)
+		vals, err := b.Program.Run(ctx, output)
 		if err != nil {
+			if ctx.Err() != nil && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)) {
+				return nil, spec.NewError("NIKA-CANCEL-001", fmt.Sprintf("binding %q was interrupted: %v", b.Name, err), map[string]any{"binding": b.Name})
+			}
 			return nil, spec.NewError("NIKA-VAR-004", fmt.Sprintf("binding %q: %v", b.Name, err), map[string]any{"binding": b.Name})
 		}
 		if len(vals) != 1 {
@@ -183,33 +190,25 @@ func templateTaskRefs(v spec.Value) []string {
 	return out
 }
 
-// evalWith evaluates `with` at the start of an attempt (§3.5).
-func (c *Core) evalWith(tr *taskRun, scope workflow.Scope) (map[string]any, *spec.Error) {
-	if len(tr.t.With) == 0 {
-		return map[string]any{}, nil
-	}
-	out := make(map[string]any, len(tr.t.With))
-	for _, nv := range tr.t.With {
-		v, err := workflow.Eval(nv.Value, scope)
-		if err != nil {
-			return nil, err
-		}
-		out[nv.Name] = v
-	}
-	return out, nil
+// job builds the verb's job; the driver sets Emit. An attempt's fields are
+// nil here: the driver evaluates them (Eval) and sets them with withFields.
+func (c *Core) job(tr *taskRun, verb string, fields map[string]any, attempt, iteration int) workflow.Job {
+	j := workflow.Job{Task: tr.t, Verb: verb, Model: tr.t.Model, Attempt: attempt, Iteration: iteration,
+		Permits: c.w.Permits, RunDir: c.cfg.RunDir, Workflow: c.w.Name}
+	return withFields(j, fields)
 }
 
-// job builds the verb's job; the driver sets Emit.
-func (c *Core) job(tr *taskRun, verb string, fields map[string]any, attempt, iteration int) workflow.Job {
+// withFields sets a job's evaluated verb fields; a non-empty `model` field
+// overrides the task's model.
+func withFields(j workflow.Job, fields map[string]any) workflow.Job {
 	if fields == nil {
 		fields = map[string]any{}
 	}
-	model := tr.t.Model
+	j.Fields = fields
 	if m, ok := fields["model"].(string); ok && m != "" {
-		model = m
+		j.Model = m
 	}
-	return workflow.Job{Task: tr.t, Verb: verb, Fields: fields, Model: model, Attempt: attempt, Iteration: iteration,
-		Permits: c.w.Permits, RunDir: c.cfg.RunDir, Workflow: c.w.Name}
+	return j
 }
 
 // evalOutputs evaluates the envelope outputs in name order once every task

@@ -23,10 +23,11 @@ const (
 type iterState uint8
 
 const (
-	iterIdle iterState = iota
-	iterRunning
+	iterIdle    iterState = iota
+	iterRunning           // an attempt's job in flight (its with, fields, verb, bindings)
 	iterBackoff
 	iterRecoverWait
+	iterRecovering // the recover job in flight (its value, bindings)
 	iterDone
 )
 
@@ -36,7 +37,7 @@ type iterRun struct {
 	item     any
 	attempt  int
 	state    iterState
-	job      JobID // the attempt in flight
+	job      JobID // the attempt or recover in flight
 	timerSeq int
 	start    time.Time // when the attempt loop started (for the timeout's elapsed_ms)
 
@@ -205,30 +206,29 @@ func (tr *taskRun) startIter(c *Core, it *iterRun) {
 	tr.startAttempt(c, it)
 }
 
-// startAttempt evaluates `with` and the verb fields, then asks for the job.
+// startAttempt asks for the attempt's job: the driver evaluates `with` and
+// the verb fields, runs the verb and the bindings (usercode.go).
 func (tr *taskRun) startAttempt(c *Core, it *iterRun) {
 	it.attempt++
-	scope := c.scope(tr, scopeWith, it)
-	with, err := c.evalWith(tr, scope)
-	if err == nil {
-		it.with = with
-		scope.With = with // the verb body sees with; with itself did not
-		var fields any
-		fields, err = workflow.Eval(tr.t.Body, scope)
-		if err == nil {
-			m, _ := fields.(map[string]any)
-			id := JobID{Task: tr.t.ID, Iteration: it.index, Attempt: it.attempt, Finally: -1}
-			it.job, it.state = id, iterRunning
-			c.step.Start = append(c.step.Start, Work{ID: id, Job: c.job(tr, tr.t.Verb, m, it.attempt, it.index)})
-			return
-		}
-	}
-	it.state = iterRunning
-	tr.attemptFailed(c, it, err)
+	id := JobID{Task: tr.t.ID, Iteration: it.index, Attempt: it.attempt, Finally: -1}
+	it.job, it.state = id, iterRunning
+	job := c.job(tr, tr.t.Verb, nil, it.attempt, it.index)
+	job.Fields = nil // set by the driver once evaluated
+	c.step.Start = append(c.step.Start, Work{ID: id, Job: job, Eval: &Eval{
+		Scope: c.scope(tr, scopeWith, it), With: tr.t.With, Body: tr.t.Body, Bindings: tr.t.Bindings,
+		KeepWith: len(tr.t.With) > 0 && tr.t.OnError != nil && tr.t.OnError.HasRecover,
+	}})
 }
 
 // finished takes a job's outcome.
-func (tr *taskRun) finished(c *Core, id JobID, out workflow.Outcome, emitted []Emitted) {
+func (tr *taskRun) finished(c *Core, id JobID, r Report) {
+	out, emitted := r.Outcome, r.Emitted
+	if id.Recover {
+		if it := tr.iter(id.Iteration); it != nil && it.state == iterRecovering && it.job == id {
+			tr.recovered(c, it, r)
+		}
+		return
+	}
 	if id.Finally >= 0 {
 		if tr.phase == phaseFinally && id == tr.finallyJob {
 			for _, e := range emitted {
@@ -248,6 +248,9 @@ func (tr *taskRun) finished(c *Core, id JobID, out workflow.Outcome, emitted []E
 	if it == nil || it.state != iterRunning || it.job != id {
 		return // stale: the attempt was cancelled by a timeout or fail-fast
 	}
+	if r.With != nil {
+		it.with = r.With // what its recover sees (§3.10)
+	}
 	for _, e := range emitted {
 		it.events = append(it.events, tr.event(e.Kind, it.index, id.Attempt, e.Fields))
 	}
@@ -263,15 +266,10 @@ func (tr *taskRun) finished(c *Core, id JobID, out workflow.Outcome, emitted []E
 		it.events = append(it.events, tr.event(event.InferCompleted, it.index, id.Attempt, f))
 	}
 	if out.Err != nil {
-		tr.attemptFailed(c, it, out.Err)
+		tr.attemptFailed(c, it, out.Err) // the verb's, or that of the user code around it
 		return
 	}
-	b, err := runBindings(tr.t.Bindings, out.Output)
-	if err != nil {
-		tr.attemptFailed(c, it, err)
-		return
-	}
-	it.output, it.bindings = out.Output, b
+	it.output, it.bindings = out.Output, r.Bindings
 	tr.iterDone(c, it)
 }
 
@@ -364,7 +362,7 @@ func (tr *taskRun) maybeWaitRecover(c *Core) {
 			continue
 		}
 		switch it.state {
-		case iterRunning, iterBackoff:
+		case iterRunning, iterBackoff, iterRecovering:
 			return
 		case iterRecoverWait:
 			waiting = true
@@ -396,19 +394,24 @@ func (tr *taskRun) waitingRecover() bool {
 	return false
 }
 
-// recover evaluates on_error.recover; its value replaces the raw output
-// before the bindings run (§3.10). A failure there is final.
+// recover asks for the recover job: the driver evaluates on_error.recover,
+// whose value replaces the raw output, and runs the bindings over it
+// (§3.10, usercode.go).
 func (tr *taskRun) recover(c *Core, it *iterRun) {
-	v, err := workflow.Eval(tr.t.OnError.Recover, c.scope(tr, scopeRecover, it))
-	if err == nil {
-		var b map[string]any
-		if b, err = runBindings(tr.t.Bindings, v); err == nil {
-			it.output, it.bindings, it.err = v, b, nil
-			tr.iterDone(c, it)
-			return
-		}
+	id := JobID{Task: tr.t.ID, Iteration: it.index, Attempt: it.attempt, Finally: -1, Recover: true}
+	it.job, it.state = id, iterRecovering
+	c.step.Start = append(c.step.Start, Work{ID: id, Eval: &Eval{
+		Scope: c.scope(tr, scopeRecover, it), Recover: tr.t.OnError.Recover, Bindings: tr.t.Bindings,
+	}})
+}
+
+// recovered takes the recover job's report. A failure there is final.
+func (tr *taskRun) recovered(c *Core, it *iterRun, r Report) {
+	if err := r.Outcome.Err; err != nil {
+		it.err, it.failed = tr.stamp(err, it.attempt, it.index), true
+	} else {
+		it.output, it.bindings, it.err = r.Outcome.Output, r.Bindings, nil
 	}
-	it.err, it.failed = tr.stamp(err, it.attempt, it.index), true
 	tr.iterDone(c, it)
 }
 
@@ -422,7 +425,7 @@ func (tr *taskRun) iterDone(c *Core, it *iterRun) {
 		tr.stopAt = it.index + 1
 		for _, o := range tr.iters {
 			if o != nil && o.index > it.index && o.state != iterDone {
-				if o.state == iterRunning {
+				if o.state == iterRunning || o.state == iterRecovering {
 					c.step.Cancel = append(c.step.Cancel, o.job)
 				}
 				o.state, o.failed, o.err = iterDone, false, nil
@@ -645,8 +648,8 @@ func (tr *taskRun) events() []event.Event {
 // timer handles a backoff or deadline timer.
 func (tr *taskRun) timer(c *Core, t Timer) {
 	it := tr.iter(t.Iteration)
-	if it == nil || it.state == iterDone || it.state == iterRecoverWait {
-		return
+	if it == nil || it.state == iterDone || it.state == iterRecoverWait || it.state == iterRecovering {
+		return // the timeout does not cover recover (§3.9)
 	}
 	switch t.Kind {
 	case TimerBackoff:
@@ -676,7 +679,7 @@ func (tr *taskRun) userCancel(c *Core) {
 			if it == nil || it.state == iterDone {
 				continue
 			}
-			if it.state == iterRunning {
+			if it.state == iterRunning || it.state == iterRecovering {
 				c.step.Cancel = append(c.step.Cancel, it.job)
 			}
 			it.job = JobID{}

@@ -1,0 +1,161 @@
+package planner
+
+import (
+	"context"
+	"fmt"
+	"runtime/debug"
+	"strings"
+
+	"github.com/nikahq/nika/spec"
+	"github.com/nikahq/nika/workflow"
+)
+
+// User code off the core.
+//
+// An attempt's `with`, its verb fields and its output bindings, and an
+// on_error.recover value with the bindings over it, are user code: a `${{ }}`
+// expression may loop for as long as its step budget lasts, and a jq binding
+// has no budget at all (`[range(6e7)] | length`). The core does not run
+// them: it would block the run (no other task's outcome, no timer, no
+// cancellation could be taken while one ran), and it would run them outside
+// the attempt's timeout, which covers the bindings (LANGUAGE.md §3.9). It
+// hands them to the driver as data (Work.Eval), the driver runs them with the
+// job, under the job's context, and reports what they produced with its
+// outcome (Report). So:
+//
+//   - A task's timeout ends an attempt whose `with`, fields or bindings are
+//     still running with NIKA-TIMEOUT-001 when it expires, like one whose verb
+//     is: the core decides at the deadline and cancels the job, whose
+//     evaluation then stops (expressions within one loop iteration, jq at its
+//     next instruction) and whose late report is ignored.
+//   - A binding that fails before the deadline is the attempt's error
+//     (NIKA-VAR-002, NIKA-VAR-004; §3.6); an expression that runs out of
+//     steps is NIKA-VAR-006 (§4.6: a runtime evaluation failure; there is no
+//     code of its own for "too expensive", and the value budget already uses
+//     VAR-006). Neither is transient.
+//   - A user cancellation stops the evaluation as it stops a verb; an
+//     evaluation stopped by its context reports NIKA-CANCEL-001.
+//   - A recover runs under the run's context, not the timeout (which does
+//     not cover it, §3.9); a user cancellation stops it.
+//
+// The gate (`when`, for_each), on_finally items and the envelope outputs are
+// still evaluated by the core: they are expressions only (no jq), bounded by
+// the step budget.
+
+// Eval is the user code of a job (see above).
+type Eval struct {
+	// Scope is what `with` (an attempt) or the recover value sees; an
+	// attempt's verb fields see it plus the evaluated `with`.
+	Scope    workflow.Scope
+	With     []spec.NamedValue // an attempt's `with`, evaluated first (§3.5)
+	Body     spec.Value        // an attempt's verb fields
+	Recover  spec.Value        // a recover job's value (JobID.Recover)
+	Bindings []*spec.Binding   // run over the verb's output, or over the recover value
+	// KeepWith: the core wants the evaluated `with` as soon as it is known
+	// (Core.Prepared), for a recover that may read it after a timeout ended
+	// the attempt.
+	KeepWith bool
+}
+
+// Report is what the driver reports of a job: the outcome (an error of the
+// job's user code is reported as the outcome's error), the events the verb
+// emitted, and the values the driver evaluated around the verb.
+type Report struct {
+	Outcome  workflow.Outcome
+	Emitted  []Emitted
+	With     map[string]any // an attempt's evaluated `with`; nil if it did not evaluate
+	Bindings map[string]any // the bindings over a successful output
+}
+
+// prepare evaluates an attempt's `with`, then its verb fields, under ctx, and
+// returns the job with its fields set, and the evaluated `with` (nil if it
+// did not evaluate).
+func (e *Eval) prepare(ctx context.Context, job workflow.Job) (_ workflow.Job, with map[string]any, err *spec.Error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = panicError(evaluationPanicked, r)
+		}
+	}()
+	with = make(map[string]any, len(e.With))
+	for _, nv := range e.With {
+		v, err := workflow.EvalContext(ctx, nv.Value, e.Scope)
+		if err != nil {
+			return job, nil, err
+		}
+		with[nv.Name] = v
+	}
+	scope := e.Scope
+	scope.With = with // the verb body sees with; with itself did not
+	fields, err := workflow.EvalContext(ctx, e.Body, scope)
+	if err != nil {
+		return job, with, err
+	}
+	m, _ := fields.(map[string]any)
+	return withFields(job, m), with, nil
+}
+
+// runAttempt runs one attempt under ctx: its `with` and verb fields, then
+// (once prepared was told the `with`) the verb through run, which recovers
+// its panics, then the bindings over the verb's output.
+func (e *Eval) runAttempt(ctx context.Context, job workflow.Job, prepared func(with map[string]any),
+	run func(workflow.Job) workflow.Outcome) Report {
+	job, with, err := e.prepare(ctx, job)
+	rep := Report{With: with}
+	if err != nil {
+		rep.Outcome = workflow.Failed(err)
+		return rep
+	}
+	prepared(with)
+	rep.Outcome = run(job)
+	e.bind(ctx, &rep)
+	return rep
+}
+
+// bind runs the bindings under ctx over a successful outcome's output; a
+// binding failure becomes the outcome's error (the usage stays: it was
+// spent).
+func (e *Eval) bind(ctx context.Context, rep *Report) {
+	if rep.Outcome.Err != nil || len(e.Bindings) == 0 {
+		return
+	}
+	b, err := func() (b map[string]any, err *spec.Error) {
+		defer func() {
+			if r := recover(); r != nil {
+				b, err = nil, panicError(evaluationPanicked, r)
+			}
+		}()
+		return runBindings(ctx, e.Bindings, rep.Outcome.Output)
+	}()
+	if err != nil {
+		rep.Outcome = workflow.Outcome{Err: err, Usage: rep.Outcome.Usage}
+		return
+	}
+	rep.Bindings = b
+}
+
+// runRecover evaluates a recover value under ctx, then the bindings over it
+// (§3.10).
+func (e *Eval) runRecover(ctx context.Context) (rep Report) {
+	defer func() {
+		if r := recover(); r != nil {
+			rep = Report{Outcome: workflow.Failed(panicError(evaluationPanicked, r))}
+		}
+	}()
+	v, err := workflow.EvalContext(ctx, e.Recover, e.Scope)
+	if err != nil {
+		return Report{Outcome: workflow.Failed(err)}
+	}
+	rep.Outcome = workflow.Outcome{Output: v}
+	e.bind(ctx, &rep)
+	return rep
+}
+
+const evaluationPanicked = "evaluating the task's expressions or bindings"
+
+// panicError is the internal error of a recovered panic: what panicked, the
+// panic value (details.panic, one line, as NIKA-AGENT-007 has it) and the
+// stack of the goroutine that panicked (call it from the deferred function).
+func panicError(what string, r any) *spec.Error {
+	return &spec.Error{Category: "internal_error", Message: fmt.Sprintf("%s panicked: %v", what, r),
+		Details: map[string]any{"panic": strings.Join(strings.Fields(fmt.Sprint(r)), " "), "stack": string(debug.Stack())}}
+}
