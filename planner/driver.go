@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"runtime/debug"
 	"sync"
 	"time"
 
@@ -398,11 +397,17 @@ func (d *driver) startBatch(v BatchVerb, ws []Work) {
 var errStepTimeout = errors.New("the on_finally step's timeout expired")
 
 // runBatch calls RunBatch, turning a panic or a wrong count of outcomes
-// into error outcomes.
+// into error outcomes. A panic fails every job the verb did not settle
+// before it, with the panic value and the stack, as runVerb does.
 func runBatch(ctx context.Context, v BatchVerb, jobs []workflow.Job) (outs []workflow.Outcome) {
 	defer func() {
 		if r := recover(); r != nil {
-			outs = nil
+			failed := workflow.Failed(panicError("verb "+jobs[0].Verb, r))
+			outs = make([]workflow.Outcome, len(jobs))
+			for i := range outs {
+				outs[i] = failed
+			}
+			return
 		}
 		if len(outs) != len(jobs) {
 			failed := workflow.Failed(&spec.Error{Category: "internal_error", Message: fmt.Sprintf("batch verb returned %d outcomes for %d jobs", len(outs), len(jobs)), Details: map[string]any{}})
@@ -423,8 +428,7 @@ func runVerb(ctx context.Context, v Verb, job workflow.Job) (out workflow.Outcom
 	}
 	defer func() {
 		if r := recover(); r != nil {
-			out = workflow.Failed(&spec.Error{Category: "internal_error",
-				Message: fmt.Sprintf("verb %s panicked: %v", job.Verb, r), Details: map[string]any{"stack": string(debug.Stack())}})
+			out = workflow.Failed(panicError("verb "+job.Verb, r))
 		}
 	}()
 	return v.Run(ctx, job)

@@ -252,3 +252,42 @@ func TestRecoverSeesWithAfterTimeout(t *testing.T) {
 		t.Errorf("each = %s %v %+v, want success [a0 b1]", tr.Status, tr.Output, tr.Error)
 	}
 }
+
+// panicker is a BatchVerb whose RunBatch panics.
+type panicker struct{}
+
+func (panicker) Run(ctx context.Context, job workflow.Job) workflow.Outcome {
+	return panicker{}.RunBatch(ctx, []workflow.Job{job})[0]
+}
+
+func (panicker) RunBatch(_ context.Context, jobs []workflow.Job) []workflow.Outcome {
+	panic(fmt.Sprintf("boom %d", len(jobs)))
+}
+
+// TestBatchPanicKeepsValueAndStack: a panicking RunBatch fails its jobs with
+// the panic value and the stack, as a panicking Run does (a single job of a
+// batch verb goes through Run).
+func TestBatchPanicKeepsValueAndStack(t *testing.T) {
+	for _, tc := range []struct{ name, task, value string }{
+		{"batch", "    for_each: [1, 2]\n", "boom 2"},
+		{"single", "", "boom 1"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w := compile(t, header+"tasks:\n  - id: t\n"+tc.task+"    exec: { command: [\"x\"] }\n")
+			res := Run(context.Background(), w, Inputs{}, Options{Verbs: map[string]Verb{"exec": panicker{}}})
+			e := taskOf(res, "t").Error
+			if e == nil {
+				t.Fatal("no error")
+			}
+			if !strings.Contains(e.Message, "verb exec panicked: "+tc.value) || e.Details["panic"] != tc.value {
+				t.Errorf("message %q, details.panic %v; want the panic value %q in both", e.Message, e.Details["panic"], tc.value)
+			}
+			if stack, _ := e.Details["stack"].(string); !strings.Contains(stack, "panicker.RunBatch") {
+				t.Errorf("details.stack does not show the panicking RunBatch:\n%s", stack)
+			}
+			if e.Category != "internal_error" {
+				t.Errorf("category %q, want internal_error", e.Category)
+			}
+		})
+	}
+}
