@@ -113,9 +113,10 @@ func runWith(args []string, stdout, stderr io.Writer, env runEnv) int {
 		}
 		parallelTools = n
 	}
-	depth := 0
-	if v, ok := env.lookup("NIKA_RUN_DEPTH"); ok {
-		depth, _ = strconv.Atoi(v)
+	depth, err := runDepth(env.lookup)
+	if err != nil {
+		fmt.Fprintf(stderr, "nika run: %v\n", err)
+		return exitEnv
 	}
 	if depth >= maxRunDepth {
 		fmt.Fprintf(stderr, "nika run: error[NIKA-SEC-003] run recursion: nesting depth %d ≥ %d — A workflow is starting nika run inside itself; break the loop.\n", depth, maxRunDepth)
@@ -320,6 +321,21 @@ func runWith(args []string, stdout, stderr io.Writer, env runEnv) int {
 		return exitFailure
 	}
 	return exitOK
+}
+
+// runDepth reads NIKA_RUN_DEPTH, the nesting depth nika passes to the runs its exec children
+// start (NIKA-SEC-003). Unset is 0; a value that is not a whole number ≥ 0 is an error rather
+// than 0, which would silently reset the recursion guard.
+func runDepth(lookup func(string) (string, bool)) (int, error) {
+	v, ok := lookup(exec.DepthVar)
+	if !ok {
+		return 0, nil
+	}
+	n, err := strconv.Atoi(strings.TrimSpace(v))
+	if err != nil || n < 0 {
+		return 0, fmt.Errorf("%s must be a whole number ≥ 0 (nika sets it for the runs its exec tasks start; unset it at the top level), got %q", exec.DepthVar, v)
+	}
+	return n, nil
 }
 
 // logSink prints the plain line log of settled tasks on stderr (above the

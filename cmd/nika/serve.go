@@ -130,9 +130,12 @@ func serveWith(args []string, stdout, stderr io.Writer, env serveEnv) int {
 		}
 		opts.MaxParallelTools = n
 	}
-	if v, ok := env.lookup("NIKA_RUN_DEPTH"); ok {
-		opts.ExecDepth, _ = strconv.Atoi(v)
+	depth, err := runDepth(env.lookup)
+	if err != nil {
+		fmt.Fprintf(stderr, "nika serve: %v\n", err)
+		return exitEnv
 	}
+	opts.ExecDepth = depth
 	opts.Check.Model, opts.Check.MCPServers = *model, mcpServers(stderr)
 	// The engine's MCP registry (D7): each run gets its own client over it.
 	mcpPath := nikamcp.Path("", env.lookup)

@@ -389,3 +389,48 @@ func TestRunProviderErrorNamesURL(t *testing.T) {
 		}
 	})
 }
+
+// NIKA_RUN_DEPTH guards run recursion (NIKA-SEC-003): at 8 the run refuses to start, and a value
+// that is not a whole number ≥ 0 is an environment error instead of a silent reset to 0.
+func TestRunDepth(t *testing.T) {
+	flow := "nika: v1\nworkflow: depth\ntasks:\n  - id: a\n    invoke: { tool: nika:log, args: { message: hi } }\n"
+	for _, tt := range []struct {
+		value string
+		code  int
+		want  string
+	}{
+		{"7", 0, ""},
+		{"8", 3, "error[NIKA-SEC-003] run recursion: nesting depth 8"},
+		{"abc", 3, `NIKA_RUN_DEPTH must be a whole number ≥ 0`},
+		{"-1", 3, `got "-1"`},
+		{"", 3, `got ""`},
+	} {
+		r := runYAML(t, flow, nil, "NIKA_RUN_DEPTH="+tt.value)
+		if r.code != tt.code || !strings.Contains(r.stderr, tt.want) {
+			t.Errorf("NIKA_RUN_DEPTH=%q: exit %d stderr %q", tt.value, r.code, r.stderr)
+		}
+	}
+	r := runBinaryEnv(t, []string{"NIKA_RUN_DEPTH=x"}, "serve", "--addr", "127.0.0.1:0")
+	if r.code != 3 || !strings.Contains(r.stderr, "nika serve: NIKA_RUN_DEPTH must be a whole number") {
+		t.Errorf("serve: exit %d stderr %q", r.code, r.stderr)
+	}
+}
+
+// runBinaryEnv runs the binary in a temp dir with extra environment.
+func runBinaryEnv(t *testing.T, env []string, args ...string) result {
+	t.Helper()
+	cmd := exec.Command(nikaBin, args...)
+	cmd.Dir = t.TempDir()
+	cmd.Env = append(append([]string{}, testEnv...), env...)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	code := 0
+	if err := cmd.Run(); err != nil {
+		ee, ok := err.(*exec.ExitError)
+		if !ok {
+			t.Fatal(err)
+		}
+		code = ee.ExitCode()
+	}
+	return result{code: code, stdout: out.String(), stderr: errb.String()}
+}
