@@ -10,6 +10,7 @@ const (
 	LiveProviderRequest  = "provider_request"
 	LiveToolCallStarted  = "tool_call_started"
 	LiveToolCallFinished = "tool_call_finished"
+	LiveToolCallProgress = "tool_call_progress" // a tool's own progress report while it runs (MCP notifications/progress)
 	LiveBatchDispatched  = "batch_dispatched"
 	LiveAgentNudge       = "agent_nudge"
 	LiveAgentStalled     = "agent_stalled"
@@ -33,7 +34,7 @@ type Live struct {
 	Elapsed   time.Duration // task_finished, provider_request, tool_call_finished, workflow_finished
 
 	Turn  int // agent turn, 1-based (0 outside an agent): provider_request, tool_call_*, batch_dispatched, agent_nudge, agent_stalled
-	Index int // position of the call in its batch: tool_call_*
+	Index int // position of the call in its batch: tool_call_* (agent calls)
 	Size  int // batch_dispatched: calls in an agent's tool batch (Verb empty), or jobs of Verb the planner started as one batch (D5)
 
 	Tool     string // tool_call_*
@@ -49,6 +50,11 @@ type Live struct {
 
 	Turns int       // agent_finished
 	At    time.Time // when it happened (wall clock)
+
+	// tool_call_progress, as the tool's server sent it (untrusted text: a view strips control
+	// characters before printing Message): Progress so far, Total when known (0: unknown).
+	Progress, Total float64
+	Message         string
 }
 
 // LiveSink receives the live stream. Observe is called from many goroutines (tasks, agent loops, tool

@@ -444,7 +444,8 @@ func (d *driver) liveNotes(id JobID) func(workflow.LiveNote) {
 		d.live(event.Live{Kind: n.Kind, Task: id.Task, Iteration: id.Iteration, Attempt: id.Attempt,
 			Provider: n.Provider, Model: n.Model, Tool: n.Tool, Outcome: n.Outcome, Code: n.Code, IsError: n.IsError,
 			RateLimited: n.RateLimited, InputTokens: n.InputTokens, OutputTokens: n.OutputTokens, Elapsed: n.Elapsed,
-			Turn: n.Turn, Index: n.Index, Size: n.Size, Turns: n.Turns, Reason: n.Reason})
+			Turn: n.Turn, Index: n.Index, Size: n.Size, Turns: n.Turns, Reason: n.Reason,
+			Progress: n.Progress, Total: n.Total, Message: n.Message})
 	}
 }
 

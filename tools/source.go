@@ -20,6 +20,13 @@ type Def struct {
 // engine's registry (LANGUAGE.md §5.3; package tools/mcp implements it). It sits here, not in
 // tools/mcp, because the verbs import tools and tools may not import its own sub-packages or the
 // provider layer. One Source serves one run and is safe for concurrent use.
+// ProgressCaller is a Source that can pass a call's progress notifications on (the MCP client:
+// notifications/progress for the progress token it sends with the call). progress is called in
+// order, never concurrently and never after CallProgress returns; total is 0 when unknown.
+type ProgressCaller interface {
+	CallProgress(ctx context.Context, name string, args map[string]any, progress func(progress, total float64, message string)) (any, error)
+}
+
 type Source interface {
 	// Servers returns the registered server names, sorted. It starts nothing: the checker and
 	// the agent's arming use it to know which servers exist.

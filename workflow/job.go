@@ -61,6 +61,10 @@ type LiveNote struct {
 	Index        int // the call's index in its batch (tool calls)
 	Size         int // the batch size (batch_dispatched)
 	Turns        int // turns taken (agent_finished)
+	// tool_call_progress: a tool's own progress report (MCP notifications/progress), as the
+	// server sent it: Progress so far, Total when known (0: unknown), and its Message.
+	Progress, Total float64
+	Message         string
 }
 
 // Outcome is what a verb returns: an output, or an error; never both.

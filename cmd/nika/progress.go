@@ -4,8 +4,11 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
+	"unicode"
 
 	"github.com/nikahq/nika/event"
 )
@@ -21,9 +24,13 @@ type progress struct {
 	now     func() time.Time
 	running map[string]int // task -> jobs in flight
 	tools   int            // agent tool calls in flight
-	done    int
-	failed  int
-	drawn   bool
+	// calls holds the latest progress report of each tool call that sent one, until it ends;
+	// latest is the call reported most recently, the one the status line shows.
+	calls  map[callKey]string
+	latest callKey
+	done   int
+	failed int
+	drawn  bool
 	// prompting: a nika:prompt question owns the line from its first write until its answer
 	// is read; nothing is drawn and log lines wait in held.
 	prompting bool
@@ -31,7 +38,40 @@ type progress struct {
 }
 
 func newProgress(w io.Writer, now func() time.Time) *progress {
-	return &progress{w: w, now: now, start: now(), running: map[string]int{}}
+	return &progress{w: w, now: now, start: now(), running: map[string]int{}, calls: map[callKey]string{}}
+}
+
+// callKey names one tool call of the run.
+type callKey struct {
+	task, tool                  string
+	iteration, turn, index, try int
+}
+
+func keyOf(l event.Live) callKey {
+	return callKey{task: l.Task, tool: l.Tool, iteration: l.Iteration, turn: l.Turn, index: l.Index, try: l.Attempt}
+}
+
+// progressText is the status-line form of a tool's progress report: the tool, "3/10" (or "3"
+// without a total), and its message with control characters removed (a server's text is
+// untrusted), cut to 60 characters.
+func progressText(l event.Live) string {
+	s := l.Tool + " " + strconv.FormatFloat(l.Progress, 'f', -1, 64)
+	if l.Total > 0 {
+		s += "/" + strconv.FormatFloat(l.Total, 'f', -1, 64)
+	}
+	msg := []rune(strings.Join(strings.Fields(strings.Map(func(r rune) rune {
+		if unicode.IsControl(r) || r == 0x1b {
+			return ' '
+		}
+		return r
+	}, l.Message)), " "))
+	if len(msg) > 60 {
+		msg = append(msg[:59], '…')
+	}
+	if len(msg) > 0 {
+		s += " " + string(msg)
+	}
+	return s
 }
 
 // Observe takes one live event and redraws the status line.
@@ -49,6 +89,10 @@ func (p *progress) Observe(l event.Live) {
 		p.tools++
 	case event.LiveToolCallFinished:
 		p.tools = max(p.tools-1, 0)
+		delete(p.calls, keyOf(l))
+	case event.LiveToolCallProgress:
+		p.latest = keyOf(l)
+		p.calls[p.latest] = progressText(l)
 	default:
 		return
 	}
@@ -105,6 +149,9 @@ func (p *progress) draw() {
 		p.now().Sub(p.start).Round(100*time.Millisecond))
 	if p.tools > 0 {
 		fmt.Fprintf(p.w, " · %d tools in flight", p.tools)
+	}
+	if txt, ok := p.calls[p.latest]; ok {
+		fmt.Fprintf(p.w, " · %s", txt)
 	}
 	p.drawn = true
 }

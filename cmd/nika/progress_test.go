@@ -68,3 +68,31 @@ func TestProgressGivesTheLineToAPrompt(t *testing.T) {
 		t.Errorf("got  %q\nwant %q", got, want)
 	}
 }
+
+// A tool's progress report shows on the status line until its call ends; the server's message
+// loses its control characters (no terminal escapes from an MCP server) and is cut to 60.
+func TestProgressViewShowsToolProgress(t *testing.T) {
+	var buf bytes.Buffer
+	clock := time.Unix(0, 0)
+	p := newProgress(&buf, func() time.Time { return clock })
+	call := event.Live{Task: "t", Tool: "mcp:ci/build", Attempt: 1, Turn: 2, Index: 1}
+	for _, l := range []event.Live{
+		{Kind: event.LiveToolCallStarted},
+		{Kind: event.LiveToolCallProgress, Progress: 3, Total: 10, Message: "compiling\x1b[31m\nstep"},
+		{Kind: event.LiveToolCallProgress, Progress: 7.5, Message: strings.Repeat("x", 70)},
+		{Kind: event.LiveToolCallFinished},
+	} {
+		l.Task, l.Tool, l.Attempt, l.Turn, l.Index = call.Task, call.Tool, call.Attempt, call.Turn, call.Index
+		p.Observe(l)
+	}
+	got := buf.String()
+	steps := []string{
+		"0 running · 0 done · 0 failed · 0s · 1 tools in flight",
+		"\r\033[K0 running · 0 done · 0 failed · 0s · 1 tools in flight · mcp:ci/build 3/10 compiling [31m step",
+		"\r\033[K0 running · 0 done · 0 failed · 0s · 1 tools in flight · mcp:ci/build 7.5 " + strings.Repeat("x", 59) + "…",
+		"\r\033[K0 running · 0 done · 0 failed · 0s",
+	}
+	if got != strings.Join(steps, "") {
+		t.Errorf("view =\n%q\nwant\n%q", got, strings.Join(steps, ""))
+	}
+}

@@ -271,7 +271,7 @@ func (r *run) execute(ctx context.Context, c dispatch.Call, turn int, emit func(
 }
 
 // liveProgress is dispatch's progress hook (AGENT.md §6.7): calls starting and finishing in real
-// order, to the live stream only. LiveNote has no index field, so the call index is left out.
+// order, to the live stream only, with each call's index in its batch.
 type liveProgress struct{ r *run }
 
 func (p liveProgress) CallStarted(c dispatch.Call) {

@@ -197,7 +197,7 @@ func TestUniverseUnusableRegistry(t *testing.T) {
 }
 
 // The MCP client is a source that passes progress on.
-var _ progressCaller = (*mcp.Client)(nil)
+var _ tools.ProgressCaller = (*mcp.Client)(nil)
 
 // progressSource is a fakeSource whose calls report progress twice before answering, as the
 // MCP client does for a server's notifications/progress.
@@ -227,7 +227,11 @@ func TestMCPCallProgressIsLive(t *testing.T) {
 			return
 		}
 		mu.Lock()
-		perCall[n.Index] = append(perCall[n.Index], fmt.Sprintf("%s turn=%d", n.Kind, n.Turn))
+		note := fmt.Sprintf("%s turn=%d", n.Kind, n.Turn)
+		if n.Kind == "tool_call_progress" {
+			note += fmt.Sprintf(" %v/%v %s", n.Progress, n.Total, n.Message)
+		}
+		perCall[n.Index] = append(perCall[n.Index], note)
 		mu.Unlock()
 	}
 	if out := v.Run(context.Background(), job); out.Err != nil || out.Output != "read them" {
@@ -235,7 +239,7 @@ func TestMCPCallProgressIsLive(t *testing.T) {
 	}
 	mu.Lock()
 	defer mu.Unlock()
-	want := []string{"tool_call_started turn=1", "tool_call_progress turn=1", "tool_call_progress turn=1", "tool_call_finished turn=1"}
+	want := []string{"tool_call_started turn=1", "tool_call_progress turn=1 1/2 half", "tool_call_progress turn=1 2/2 done", "tool_call_finished turn=1"}
 	for i := 0; i < 2; i++ {
 		if !reflect.DeepEqual(perCall[i], want) {
 			t.Errorf("call %d: live notes %v, want %v", i, perCall[i], want)

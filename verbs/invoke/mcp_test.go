@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"reflect"
 	"strings"
 	"sync"
@@ -81,7 +82,7 @@ func TestRunMCP(t *testing.T) {
 }
 
 // The MCP client is a source that passes progress on.
-var _ progressCaller = (*mcp.Client)(nil)
+var _ tools.ProgressCaller = (*mcp.Client)(nil)
 
 // A server's notifications/progress for an mcp: call reach the live stream as tool_call_progress
 // notes, between the call's started and finished (D19): through the real MCP client, over an
@@ -95,7 +96,7 @@ func TestLiveToolCallProgress(t *testing.T) {
 				return nil, errors.New("no progress token")
 			}
 			for i := 1; i <= 2; i++ {
-				if err := req.Session.NotifyProgress(ctx, &sdk.ProgressNotificationParams{ProgressToken: token, Progress: float64(i), Total: 2}); err != nil {
+				if err := req.Session.NotifyProgress(ctx, &sdk.ProgressNotificationParams{ProgressToken: token, Progress: float64(i), Total: 2, Message: fmt.Sprintf("step %d", i)}); err != nil {
 					return nil, err
 				}
 			}
@@ -123,7 +124,11 @@ func TestLiveToolCallProgress(t *testing.T) {
 	j := job(&recorder{}, map[string]any{"tool": "mcp:slow/build"}, nil)
 	j.Live = func(n workflow.LiveNote) {
 		mu.Lock()
-		notes = append(notes, n.Kind+" "+n.Tool)
+		if n.Kind == "tool_call_progress" {
+			notes = append(notes, fmt.Sprintf("%s %s %v/%v %s", n.Kind, n.Tool, n.Progress, n.Total, n.Message))
+		} else {
+			notes = append(notes, n.Kind+" "+n.Tool)
+		}
 		mu.Unlock()
 	}
 	out := (&Verb{Tools: c}).Run(context.Background(), j)
@@ -132,7 +137,7 @@ func TestLiveToolCallProgress(t *testing.T) {
 	}
 	mu.Lock()
 	defer mu.Unlock()
-	want := "tool_call_started mcp:slow/build|tool_call_progress mcp:slow/build|tool_call_progress mcp:slow/build|tool_call_finished mcp:slow/build"
+	want := "tool_call_started mcp:slow/build|tool_call_progress mcp:slow/build 1/2 step 1|tool_call_progress mcp:slow/build 2/2 step 2|tool_call_finished mcp:slow/build"
 	if got := strings.Join(notes, "|"); got != want {
 		t.Errorf("live notes = %s, want %s", got, want)
 	}
