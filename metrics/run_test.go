@@ -224,8 +224,9 @@ func runEdge(t *testing.T, ctx context.Context, src string, v edgeVerb, live eve
 	return planner.Run(ctx, w, planner.Inputs{}, planner.Options{Verbs: map[string]planner.Verb{"exec": v}, Live: live})
 }
 
-// A retry the core decides on a job's output (its binding fails, and retry.on_codes lists the
-// binding's code) counts in nika_task_retries_total like a retry on a failed job.
+// A retry on a binding failure (retry.on_codes lists the binding's code) counts in
+// nika_task_retries_total, and the attempt whose binding failed is a failed run: the bindings are
+// part of the attempt (LANGUAGE.md §3.9, §3.12), evaluated with the job.
 func TestRetryOnBindingFailure(t *testing.T) {
 	m := metrics.New(metrics.Options{})
 	var retrying []event.Live
@@ -252,7 +253,8 @@ tasks:
 	got := gathered(t, m.Gatherer(), "nika_task_retries_total", "nika_task_runs_total")
 	want := []string{
 		`nika_task_retries_total{verb="exec"} 1`,
-		`nika_task_runs_total{status="success",verb="exec",workflow="edge"} 2`,
+		`nika_task_runs_total{status="failure",verb="exec",workflow="edge"} 1`,
+		`nika_task_runs_total{status="success",verb="exec",workflow="edge"} 1`,
 	}
 	if !slices.Equal(got, want) {
 		t.Errorf("got\n\t%s\nwant\n\t%s", strings.Join(got, "\n\t"), strings.Join(want, "\n\t"))
