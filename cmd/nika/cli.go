@@ -31,7 +31,8 @@ const usageText = `nika — a workflow engine for AI work.
 
 Usage:
   nika run FILE [--var k=v]... [--model M] [--report FILE] [--trace FILE | --no-trace] [--seed N]
-           [--max-parallel-tasks N] [--quiet]
+           [--max-parallel-tasks N] [--max-parallel-tools N] [--no-progress] [--quiet] [--yes]
+           [--metrics-addr ADDR [--metrics-linger DUR]] [--pushgateway URL] [--metrics-task-label]
                                             run a workflow; its outputs go to stdout as JSON
   nika check FILE... [--model M] [--json]   check workflows statically; run nothing
   nika graph FILE [--format mermaid|dot|json] [--model M]
@@ -41,7 +42,9 @@ Usage:
   nika mcp                                  serve nika_check, nika_explain, nika_schema and nika_graph
                                             over MCP on stdio (read-only; runs nothing)
   nika serve [--addr ADDR] [--auth-token T] [--permits FILE] [--secret-env NAME]... [--workflows DIR]
-             [--max-runs N] [--queue N] [--shutdown-timeout DUR] [--trace-dir DIR]
+             [--max-runs N] [--queue N] [--max-body BYTES] [--keep-runs N] [--shutdown-timeout DUR]
+             [--trace-dir DIR] [--model M] [--max-parallel-tasks N] [--max-parallel-tools N]
+             [--metrics-task-label]
                                             serve an HTTP API that runs submitted workflows
   nika version                              print the version
   nika help [COMMAND]                       print this help
@@ -129,13 +132,15 @@ func parseInterspersed(fs *flag.FlagSet, args []string, stdout, stderr io.Writer
 
 // synopses are the usage lines of the subcommands.
 var synopses = map[string]string{
-	"run":     "nika run FILE [--var k=v]... [--model M] [--report FILE] [--trace FILE | --no-trace] [--seed N] [--max-parallel-tasks N]",
+	"run": "nika run FILE [--var k=v]... [--model M] [--report FILE] [--trace FILE | --no-trace] [--seed N] [--max-parallel-tasks N] " +
+		"[--max-parallel-tools N] [--no-progress] [--quiet] [--yes] [--metrics-addr ADDR [--metrics-linger DUR]] [--pushgateway URL] [--metrics-task-label]",
 	"check":   "nika check FILE... [--model M] [--json]",
 	"graph":   "nika graph FILE [--format mermaid|dot|json] [--model M]",
 	"explain": "nika explain NIKA-XXX-NNN",
 	"schema":  "nika schema",
 	"mcp":     "nika mcp",
-	"serve":   "nika serve [--addr ADDR] [--auth-token TOKEN] [--permits FILE] [--secret-env NAME]... [--workflows DIR] [--max-runs N] [--queue N] [--shutdown-timeout DUR] [--trace-dir DIR]",
+	"serve": "nika serve [--addr ADDR] [--auth-token TOKEN] [--permits FILE] [--secret-env NAME]... [--workflows DIR] [--max-runs N] [--queue N] " +
+		"[--max-body BYTES] [--keep-runs N] [--shutdown-timeout DUR] [--trace-dir DIR] [--model M] [--max-parallel-tasks N] [--max-parallel-tools N] [--metrics-task-label]",
 }
 
 func newFlagSet(name string) *flag.FlagSet {
