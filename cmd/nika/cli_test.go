@@ -87,9 +87,15 @@ type result struct {
 // runBinary runs the built binary in dir.
 func runBinary(t *testing.T, dir string, args ...string) result {
 	t.Helper()
+	return runBinaryEnv(t, dir, nil, args...)
+}
+
+// runBinaryEnv runs the built binary in dir, with env added to the test environment.
+func runBinaryEnv(t *testing.T, dir string, env []string, args ...string) result {
+	t.Helper()
 	cmd := exec.Command(nikaBin, args...)
 	cmd.Dir = dir
-	cmd.Env = testEnv
+	cmd.Env = append(append([]string{}, testEnv...), env...)
 	cmd.Stdin = strings.NewReader("")
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
@@ -103,6 +109,31 @@ func runBinary(t *testing.T, dir string, args ...string) result {
 		code = ee.ExitCode()
 	}
 	return result{code: code, stdout: out.String(), stderr: errb.String()}
+}
+
+// taskReport is the part of a run report the tests read.
+type taskReport struct {
+	State string `json:"workflow_state"`
+	Tasks map[string]struct {
+		Status string `json:"status"`
+		Error  *struct {
+			Code string `json:"code"`
+		} `json:"error"`
+	} `json:"tasks"`
+}
+
+// readReport decodes the report a run wrote at path.
+func readReport(t *testing.T, path string) (taskReport, []byte) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rep taskReport
+	if err := json.Unmarshal(b, &rep); err != nil {
+		t.Fatalf("report: %v\n%s", err, b)
+	}
+	return rep, b
 }
 
 // runInProcess calls Main with the working directory set to dir.

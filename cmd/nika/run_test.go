@@ -131,19 +131,7 @@ func TestRunInterrupt(t *testing.T) {
 	if code != 130 {
 		t.Fatalf("exit %d, want 130\n%s", code, log.String())
 	}
-	b, _ := os.ReadFile(filepath.Join(dir, "report.json"))
-	var rep struct {
-		State string `json:"workflow_state"`
-		Tasks map[string]struct {
-			Status string `json:"status"`
-			Error  *struct {
-				Code string `json:"code"`
-			} `json:"error"`
-		} `json:"tasks"`
-	}
-	if err := json.Unmarshal(b, &rep); err != nil {
-		t.Fatalf("report: %v\n%s", err, b)
-	}
+	rep, b := readReport(t, filepath.Join(dir, "report.json"))
 	if rep.State != "cancelled" || rep.Tasks["sleepy"].Status != "cancelled" || rep.Tasks["sleepy"].Error == nil ||
 		rep.Tasks["sleepy"].Error.Code != "NIKA-CANCEL-001" || rep.Tasks["after"].Status != "cancelled" || rep.Tasks["after"].Error != nil {
 		t.Errorf("report = %s", b)

@@ -2,9 +2,7 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"testing"
@@ -34,22 +32,7 @@ func TestRunTimeoutStopsExpensiveUserCode(t *testing.T) {
 			if !errors.As(err, &ee) || ee.ExitCode() != exitFailure {
 				t.Fatalf("nika run: %v, want exit %d\n%s", err, exitFailure, out)
 			}
-			b, err := os.ReadFile(filepath.Join(dir, "report.json"))
-			if err != nil {
-				t.Fatal(err)
-			}
-			var rep struct {
-				State string `json:"workflow_state"`
-				Tasks map[string]struct {
-					Status string `json:"status"`
-					Error  *struct {
-						Code string `json:"code"`
-					} `json:"error"`
-				} `json:"tasks"`
-			}
-			if err := json.Unmarshal(b, &rep); err != nil {
-				t.Fatalf("report: %v\n%s", err, b)
-			}
+			rep, b := readReport(t, filepath.Join(dir, "report.json"))
 			slow, other := rep.Tasks["slow"], rep.Tasks["other"]
 			if rep.State != "failure" || slow.Status != "failure" || slow.Error == nil || slow.Error.Code != "NIKA-TIMEOUT-001" ||
 				other.Status != "success" {

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
@@ -9,7 +8,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -99,20 +97,7 @@ func runYAML(t *testing.T, yaml string, files map[string][]byte, env ...string) 
 			t.Fatal(err)
 		}
 	}
-	cmd := exec.Command(nikaBin, "run", "flow.nika.yaml", "--no-trace", "--no-progress")
-	cmd.Dir = dir
-	cmd.Env = append(append([]string{}, testEnv...), env...)
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	code := 0
-	if err := cmd.Run(); err != nil {
-		ee, ok := err.(*exec.ExitError)
-		if !ok {
-			t.Fatal(err)
-		}
-		code = ee.ExitCode()
-	}
-	return result{code: code, stdout: out.String(), stderr: errb.String()}
+	return runBinaryEnv(t, dir, env, "run", "flow.nika.yaml", "--no-trace", "--no-progress")
 }
 
 // at walks a decoded JSON value by keys and indexes ("messages", 0, "content").
@@ -410,27 +395,8 @@ func TestRunDepth(t *testing.T) {
 			t.Errorf("NIKA_RUN_DEPTH=%q: exit %d stderr %q", tt.value, r.code, r.stderr)
 		}
 	}
-	r := runBinaryEnv(t, []string{"NIKA_RUN_DEPTH=x"}, "serve", "--addr", "127.0.0.1:0")
+	r := runBinaryEnv(t, t.TempDir(), []string{"NIKA_RUN_DEPTH=x"}, "serve", "--addr", "127.0.0.1:0")
 	if r.code != 3 || !strings.Contains(r.stderr, "nika serve: NIKA_RUN_DEPTH must be a whole number") {
 		t.Errorf("serve: exit %d stderr %q", r.code, r.stderr)
 	}
-}
-
-// runBinaryEnv runs the binary in a temp dir with extra environment.
-func runBinaryEnv(t *testing.T, env []string, args ...string) result {
-	t.Helper()
-	cmd := exec.Command(nikaBin, args...)
-	cmd.Dir = t.TempDir()
-	cmd.Env = append(append([]string{}, testEnv...), env...)
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	code := 0
-	if err := cmd.Run(); err != nil {
-		ee, ok := err.(*exec.ExitError)
-		if !ok {
-			t.Fatal(err)
-		}
-		code = ee.ExitCode()
-	}
-	return result{code: code, stdout: out.String(), stderr: errb.String()}
 }
