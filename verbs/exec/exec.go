@@ -1,5 +1,31 @@
 // Package exec is the `exec` verb (LANGUAGE.md §5.2): it runs one process, a shell string through
 // /bin/sh or an argv list, in its own process group, and turns what it printed into the task output.
+//
+// # Process bound
+//
+// A child holds some of the engine's file descriptors (its pipes and pidfd: FDsPerProcess at most)
+// for as long as it runs, so a fan-out of a few hundred ready exec jobs would exhaust
+// RLIMIT_NOFILE and lose tasks to NIKA-EXEC-002 "too many open files": a failure the engine
+// caused, not the workflow. A Verb therefore runs at most Verb.Processes() children at once. A job
+// beyond the bound waits for a slot, first come first served, before its pipes are made, and
+// gives the slot back once its process is reaped and its pipes are closed (after a cancellation,
+// once its process group is gone). The wait honours ctx: a job cancelled while it waits ends
+// NIKA-CANCEL-001 without starting anything, and the wait counts against the task's timeout (the
+// planner then reports NIKA-TIMEOUT-001, as for a running process). A job that has to wait sends
+// a LiveQueued note on the live stream.
+//
+// The default bound is ProcessBound(soft RLIMIT_NOFILE, runtime.GOMAXPROCS(0)): what the
+// descriptors left after a reserve for the engine's own files (MaxReserveFDs) allow, and at most
+// ProcessesPerCPU per CPU. The engine does not raise the soft limit itself: the Go runtime
+// already raises it to the hard limit when the process starts (and gives children the original
+// soft limit back), so the bound follows the hard limit; under `ulimit -n 1024` (which sets both)
+// it is 64 on 2 CPUs.
+//
+// Configuration follows DECISIONS.md D4's precedence: `--max-processes N` of `nika run` and
+// `nika serve`, then the NIKA_MAX_PROCESSES environment variable, then Verb.MaxProcesses of an
+// embedding program, then the default. The descriptor limit is the process's, so an engine
+// process shares one Verb, and one bound, among all its runs (`nika serve` does); a nested
+// `nika run` started by an exec job is a process of its own, with its own bound.
 package exec
 
 import (
@@ -17,6 +43,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"golang.org/x/sync/semaphore"
 
 	"github.com/nikahq/nika/spec"
 	"github.com/nikahq/nika/verbs/internal/fields"
@@ -53,8 +81,10 @@ const (
 	captureStructured = "structured"
 )
 
-// Verb runs exec jobs. The zero value is usable. A Verb holds no state of its own and is safe for
-// concurrent use.
+// Verb runs exec jobs. The zero value is usable and bounds its processes by default. A Verb is
+// safe for concurrent use; it holds the slots of its process bound, so it must not be copied after
+// its first job, and the runs of one engine process share one Verb (the descriptor limit is the
+// process's).
 type Verb struct {
 	// Env is the base environment of every child, as "KEY=value" entries; nil means os.Environ()
 	// (read at each Run). The job's `env` is overlaid on it.
@@ -65,6 +95,14 @@ type Verb struct {
 	// KillGrace is the time between SIGTERM and SIGKILL to the process group on cancellation;
 	// 0 means DefaultKillGrace.
 	KillGrace time.Duration
+	// MaxProcesses bounds the children of this Verb running at once; a job beyond it waits for a
+	// slot (honouring its ctx) before its process starts. 0 or less: DefaultMaxProcesses(), read
+	// at the first job. Set it before the first job.
+	MaxProcesses int
+
+	procsOnce sync.Once
+	maxProcs  int
+	procs     *semaphore.Weighted
 }
 
 // command is a job's validated fields.
@@ -87,9 +125,11 @@ type command struct {
 //   - NIKA-EXEC-002: the program is not found or cannot be started, or cwd does not exist.
 //   - NIKA-EXEC-001: a non-zero exit (128+s for death by signal s), except under structured.
 //   - NIKA-CANCEL-001: ctx ended; the error wraps context.Cause(ctx). The process group got
-//     SIGTERM, then SIGKILL after KillGrace.
+//     SIGTERM, then SIGKILL after KillGrace; or ctx ended while the job waited for a process
+//     slot, and nothing was started.
 //
-// Run returns only once the process has been reaped and its output pipes drained.
+// Run returns only once the process has been reaped and its output pipes drained; only then is
+// its process slot given back.
 func (v *Verb) Run(ctx context.Context, job workflow.Job) workflow.Outcome {
 	if ctx.Err() != nil {
 		return workflow.Failed(fields.Cancelled(ctx, nil))
@@ -101,7 +141,7 @@ func (v *Verb) Run(ctx context.Context, job workflow.Job) workflow.Outcome {
 	if err := allowed(cmd, job.Permits); err != nil {
 		return workflow.Failed(err)
 	}
-	return v.run(ctx, cmd)
+	return v.run(ctx, cmd, job.Live)
 }
 
 // parse reads and checks the evaluated fields.
@@ -238,7 +278,7 @@ func allowed(c *command, p *spec.Permits) *spec.Error {
 }
 
 // run spawns the process, waits for it and its pipes, and builds the outcome.
-func (v *Verb) run(ctx context.Context, c *command) workflow.Outcome {
+func (v *Verb) run(ctx context.Context, c *command, live func(workflow.LiveNote)) workflow.Outcome {
 	if c.dir != "" {
 		fi, err := os.Stat(c.dir)
 		switch {
@@ -281,6 +321,13 @@ func (v *Verb) run(ctx context.Context, c *command) workflow.Outcome {
 	}
 	setGroup(cmd)
 
+	// The slot is taken before Start creates the pipes and given back once Wait has closed them
+	// and reaped the process (and, when cancelled, the rest of its group is gone).
+	release, err := v.acquire(ctx, live)
+	if err != nil {
+		return workflow.Failed(fields.Cancelled(ctx, nil))
+	}
+	defer release()
 	if err := cmd.Start(); err != nil {
 		prog := args[0]
 		if c.argv == nil {

@@ -44,7 +44,7 @@ func TestRun(t *testing.T) {
 
 	tests := []struct {
 		name    string
-		verb    Verb
+		verb    *Verb // nil: a Verb over base
 		fields  map[string]any
 		permits *spec.Permits
 		want    any    // the output, when no error is expected
@@ -106,20 +106,20 @@ func TestRun(t *testing.T) {
 		{name: "permits list refuses a string", permits: &spec.Permits{Exec: true, ExecList: []string{"echo"}}, fields: map[string]any{"command": "echo hi"}, code: "NIKA-SEC-004"},
 		{name: "permits empty list", permits: &spec.Permits{ExecList: []string{}}, fields: map[string]any{"command": []any{"echo"}}, code: "NIKA-SEC-004"},
 
-		{name: "NIKA_RUN_DEPTH is depth+1", verb: Verb{Depth: 3}, fields: map[string]any{"command": "echo $NIKA_RUN_DEPTH"}, want: "4"},
-		{name: "NIKA_RUN_DEPTH wins over env", verb: Verb{Env: []string{"NIKA_RUN_DEPTH=0"}},
+		{name: "NIKA_RUN_DEPTH is depth+1", verb: &Verb{Depth: 3}, fields: map[string]any{"command": "echo $NIKA_RUN_DEPTH"}, want: "4"},
+		{name: "NIKA_RUN_DEPTH wins over env", verb: &Verb{Env: []string{"NIKA_RUN_DEPTH=0"}},
 			fields: map[string]any{"command": "echo $NIKA_RUN_DEPTH", "env": map[string]any{"NIKA_RUN_DEPTH": "0"}}, want: "1"},
-		{name: "env overlay", verb: Verb{Env: base},
+		{name: "env overlay", verb: &Verb{Env: base},
 			fields: map[string]any{"command": `echo "$KEEP $OVER $NEW $NUM $OBJ"`, "env": map[string]any{"OVER": "job", "NEW": "x y", "NUM": 5, "OBJ": map[string]any{"a": 1}}},
 			want:   `base job x y 5 {"a":1}`},
-		{name: "env string map", verb: Verb{Env: base}, fields: map[string]any{"command": `echo "$A"`, "env": map[string]string{"A": "b"}}, want: "b"},
-		{name: "base env only", verb: Verb{Env: []string{"ONLY=1"}}, fields: map[string]any{"command": "env | grep -v '^PWD=' | grep -v '^SHLVL=' | grep -v '^_=' | sort"},
+		{name: "env string map", verb: &Verb{Env: base}, fields: map[string]any{"command": `echo "$A"`, "env": map[string]string{"A": "b"}}, want: "b"},
+		{name: "base env only", verb: &Verb{Env: []string{"ONLY=1"}}, fields: map[string]any{"command": "env | grep -v '^PWD=' | grep -v '^SHLVL=' | grep -v '^_=' | sort"},
 			want: "NIKA_RUN_DEPTH=1\nONLY=1"},
 		{name: "env bad key", fields: map[string]any{"command": "true", "env": map[string]any{"A=B": "x"}}, code: "NIKA-VAR-006"},
 		{name: "env not a map", fields: map[string]any{"command": "true", "env": []any{"A"}}, code: "NIKA-VAR-006"},
-		{name: "argv resolved through the child's PATH", verb: Verb{Env: []string{"PATH=/nonexistent"}},
+		{name: "argv resolved through the child's PATH", verb: &Verb{Env: []string{"PATH=/nonexistent"}},
 			fields: map[string]any{"command": []any{"echo", "x"}, "env": map[string]any{"PATH": "/usr/bin:/bin"}}, want: "x"},
-		{name: "argv not on the child's PATH", verb: Verb{Env: []string{"PATH=/nonexistent"}},
+		{name: "argv not on the child's PATH", verb: &Verb{Env: []string{"PATH=/nonexistent"}},
 			fields: map[string]any{"command": []any{"echo", "x"}}, code: "NIKA-EXEC-002"},
 
 		{name: "stdin", fields: map[string]any{"command": []any{"cat"}, "stdin": "line 1\nline 2\n"}, want: "line 1\nline 2"},
@@ -130,6 +130,9 @@ func TestRun(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			v := tt.verb
+			if v == nil {
+				v = &Verb{}
+			}
 			if v.Env == nil {
 				v.Env = base
 			}
@@ -243,22 +246,22 @@ func startGroup(t *testing.T, ctx context.Context, v *Verb, command string) (int
 func TestCancelKillsProcessGroup(t *testing.T) {
 	tests := []struct {
 		name    string
-		verb    Verb
+		verb    *Verb
 		command string
 	}{
 		// SIGTERM ends both sleeps; the grace is long, so nothing waits for SIGKILL.
-		{"SIGTERM", Verb{KillGrace: time.Hour}, `sleep 60 & echo $$ > "$PIDFILE.tmp"; mv "$PIDFILE.tmp" "$PIDFILE"; sleep 60`},
+		{"SIGTERM", &Verb{KillGrace: time.Hour}, `sleep 60 & echo $$ > "$PIDFILE.tmp"; mv "$PIDFILE.tmp" "$PIDFILE"; sleep 60`},
 		// Everything ignores SIGTERM (ignored signals survive exec): SIGKILL after the grace.
-		{"SIGKILL after the grace", Verb{KillGrace: 50 * time.Millisecond},
+		{"SIGKILL after the grace", &Verb{KillGrace: 50 * time.Millisecond},
 			`trap '' TERM; sleep 60 & echo $$ > "$PIDFILE.tmp"; mv "$PIDFILE.tmp" "$PIDFILE"; sleep 60`},
 		// The leader exits at once; a background child holds the stdout pipe.
-		{"orphan holding the pipe", Verb{KillGrace: time.Hour}, `sleep 60 & echo $$ > "$PIDFILE.tmp"; mv "$PIDFILE.tmp" "$PIDFILE"`},
+		{"orphan holding the pipe", &Verb{KillGrace: time.Hour}, `sleep 60 & echo $$ > "$PIDFILE.tmp"; mv "$PIDFILE.tmp" "$PIDFILE"`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			ctx, cancel := context.WithCancelCause(context.Background())
 			defer cancel(nil)
-			pgid, done := startGroup(t, ctx, &tt.verb, tt.command)
+			pgid, done := startGroup(t, ctx, tt.verb, tt.command)
 			if err := syscall.Kill(-pgid, 0); err != nil {
 				t.Fatalf("the group %d is not running before the cancellation: %v", pgid, err)
 			}

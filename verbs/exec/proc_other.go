@@ -17,3 +17,6 @@ func signal(p *os.Process, _ syscall.Signal) { _ = p.Kill() }
 func groupAlive(*os.Process) bool { return false }
 
 func exitCode(ps *os.ProcessState) int { return ps.ExitCode() }
+
+// nofileLimit is 0, unknown: the process bound has only its CPU term.
+func nofileLimit() uint64 { return 0 }

@@ -32,3 +32,12 @@ func exitCode(ps *os.ProcessState) int {
 	}
 	return ps.ExitCode()
 }
+
+// nofileLimit is the soft RLIMIT_NOFILE, or 0 when it cannot be read.
+func nofileLimit() uint64 {
+	var lim syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil {
+		return 0
+	}
+	return uint64(lim.Cur)
+}
