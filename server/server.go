@@ -57,6 +57,9 @@ type Options struct {
 	MaxParallelTasks int
 	// ExecDepth is NIKA_RUN_DEPTH of this process; exec children get one more.
 	ExecDepth int
+	// MaxProcesses bounds the exec children of all runs together (the
+	// descriptor limit is the process's); 0: exec.DefaultMaxProcesses().
+	MaxProcesses int
 
 	MaxRuns      int   // runs executing at once; 0: DefaultMaxRuns
 	QueueSize    int   // runs waiting beyond MaxRuns; 0: DefaultQueueSize, <0: none
@@ -101,6 +104,10 @@ type Server struct {
 	secrets map[string]bool
 	token   [32]byte // SHA-256 of AuthToken
 	log     *lockedWriter
+
+	// exec is the exec verb every run shares, so that its process bound
+	// holds for the whole server.
+	exec *exec.Verb
 
 	// finally is the context on_finally steps run under; Close cancels it.
 	finally context.Context
@@ -170,6 +177,7 @@ func New(opts Options) (*Server, error) {
 		opts.Builtins = tools.NewBuiltins()
 	}
 	s := &Server{opts: opts, ceiling: opts.Permits, secrets: map[string]bool{}, runs: map[string]*run{}}
+	s.exec = &exec.Verb{Depth: opts.ExecDepth, Env: childEnv(opts.Env), MaxProcesses: opts.MaxProcesses}
 	if s.ceiling == nil {
 		s.ceiling = &spec.Permits{}
 	}
@@ -203,7 +211,7 @@ func (s *Server) runVerbs() (map[string]planner.Verb, func()) {
 		inf.Media = o.Builtins
 	}
 	return map[string]planner.Verb{
-		"exec":   &exec.Verb{Depth: o.ExecDepth, Env: childEnv(o.Env)},
+		"exec":   s.exec,
 		"infer":  inf,
 		"invoke": &invoke.Verb{Builtins: o.Builtins, Tools: source, Now: o.Clock},
 		"agent":  &agent.Verb{Providers: o.Providers, Builtins: o.Builtins, Tools: source, Config: agent.Config{MaxParallelTools: o.MaxParallelTools}},

@@ -80,6 +80,7 @@ func runWith(args []string, stdout, stderr io.Writer, env runEnv) int {
 	seed := fs.Uint64("seed", 0, "retry jitter seed")
 	maxTasks := fs.Int("max-parallel-tasks", 0, "run at most `N` tasks at once (0: unbounded)")
 	maxTools := fs.Int("max-parallel-tools", 0, "run at most `N` tool calls of one agent turn at once (1..1024; default 8)")
+	maxProcs := fs.Int("max-processes", 0, "run at most `N` exec processes at once; more wait (default $NIKA_MAX_PROCESSES, else derived from the open-file limit and the CPUs)")
 	noProgress := fs.Bool("no-progress", false, "print a plain line log instead of the live view")
 	quiet := fs.Bool("quiet", false, "print nothing on stderr but errors")
 	yes := fs.Bool("yes", false, "confirm every nika:prompt")
@@ -100,6 +101,10 @@ func runWith(args []string, stdout, stderr io.Writer, env runEnv) int {
 		fmt.Fprintf(stderr, "nika run: --max-parallel-tools must be from 1 to 1024, got %d\n", *maxTools)
 		return exitUsage
 	}
+	if *maxProcs < 0 {
+		fmt.Fprintf(stderr, "nika run: --max-processes must be ≥ 0, got %d\n", *maxProcs)
+		return exitUsage
+	}
 	if code, ok := checkModelFlag("run", *model, stderr); !ok {
 		return code
 	}
@@ -112,6 +117,16 @@ func runWith(args []string, stdout, stderr io.Writer, env runEnv) int {
 			return exitEnv
 		}
 		parallelTools = n
+	}
+	// max_processes: flag > NIKA_MAX_PROCESSES > the exec verb's default (verbs/exec, D4).
+	processes := *maxProcs
+	if v, ok := env.lookup("NIKA_MAX_PROCESSES"); ok && *maxProcs == 0 {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 {
+			fmt.Fprintf(stderr, "nika run: NIKA_MAX_PROCESSES must be a whole number ≥ 1, got %q\n", v)
+			return exitEnv
+		}
+		processes = n
 	}
 	depth, err := runDepth(env.lookup)
 	if err != nil {
@@ -233,7 +248,7 @@ func runWith(args []string, stdout, stderr io.Writer, env runEnv) int {
 		mcpTools = nikamcp.Unusable(mcpPath, err) // mcp: calls say what is wrong with the file
 	}
 	verbs := map[string]planner.Verb{
-		"exec":   &exec.Verb{Depth: depth},
+		"exec":   &exec.Verb{Depth: depth, MaxProcesses: processes},
 		"infer":  &infer.Verb{Providers: providers, Media: builtins},
 		"invoke": &invoke.Verb{Builtins: builtins, Tools: mcpTools},
 		"agent":  &agent.Verb{Providers: providers, Builtins: builtins, Tools: mcpTools, Config: agent.Config{MaxParallelTools: parallelTools}},

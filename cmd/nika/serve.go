@@ -64,6 +64,7 @@ func serveWith(args []string, stdout, stderr io.Writer, env serveEnv) int {
 	model := fs.String("model", "", "default model `provider/name` for infer and agent tasks without one")
 	maxTasks := fs.Int("max-parallel-tasks", 0, "run at most `N` tasks of one run at once (0: unbounded)")
 	maxTools := fs.Int("max-parallel-tools", 0, "run at most `N` tool calls of one agent turn at once (1..1024; default 8)")
+	maxProcs := fs.Int("max-processes", 0, "run at most `N` exec processes at once, over all runs; more wait (default $NIKA_MAX_PROCESSES, else derived from the open-file limit and the CPUs)")
 	taskLabel := fs.Bool("metrics-task-label", false, "label the task metrics with the task id (high-cardinality)")
 	rest, code, ok := parseInterspersed(fs, args, stdout, stderr)
 	if !ok {
@@ -84,6 +85,7 @@ func serveWith(args []string, stdout, stderr io.Writer, env serveEnv) int {
 		{"--shutdown-timeout must be ≥ 0", *shutdownTimeout < 0},
 		{"--max-parallel-tasks must be ≥ 0", *maxTasks < 0},
 		{"--max-parallel-tools must be from 1 to 1024", *maxTools != 0 && (*maxTools < 1 || *maxTools > 1024)},
+		{"--max-processes must be ≥ 0", *maxProcs < 0},
 	} {
 		if c.bad {
 			fmt.Fprintf(stderr, "nika serve: %s\n", c.name)
@@ -129,6 +131,16 @@ func serveWith(args []string, stdout, stderr io.Writer, env serveEnv) int {
 			return exitEnv
 		}
 		opts.MaxParallelTools = n
+	}
+	// max_processes: flag > NIKA_MAX_PROCESSES > the exec verb's default (verbs/exec, D4).
+	opts.MaxProcesses = *maxProcs
+	if v, ok := env.lookup("NIKA_MAX_PROCESSES"); ok && *maxProcs == 0 {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 {
+			fmt.Fprintf(stderr, "nika serve: NIKA_MAX_PROCESSES must be a whole number ≥ 1, got %q\n", v)
+			return exitEnv
+		}
+		opts.MaxProcesses = n
 	}
 	depth, err := runDepth(env.lookup)
 	if err != nil {
