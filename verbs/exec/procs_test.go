@@ -282,11 +282,9 @@ func BenchmarkFanOut(b *testing.B) {
 		}{{"default", 0}, {"unbounded", n}} {
 			b.Run(fmt.Sprintf("tasks=%d/bound=%s", n, bound.name), func(b *testing.B) {
 				v := &Verb{MaxProcesses: bound.max, Env: []string{"PATH=" + os.Getenv("PATH")}}
-				b.ReportMetric(float64(v.Processes()), "procs")
 				dir := b.TempDir()
 				fields := map[string]any{"command": []any{"true"}}
 				failed := 0
-				b.ResetTimer()
 				for b.Loop() {
 					var wg sync.WaitGroup
 					var mu sync.Mutex
@@ -302,6 +300,7 @@ func BenchmarkFanOut(b *testing.B) {
 					}
 					wg.Wait()
 				}
+				b.ReportMetric(float64(v.Processes()), "procs")
 				b.ReportMetric(float64(failed)/float64(b.N), "failed/op")
 				b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N*n), "µs/task")
 			})
