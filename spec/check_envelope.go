@@ -171,7 +171,7 @@ func (c *checker) vars(n *Node) {
 			c.noPlaceholders(p.Value, path, "a var default")
 			val, err := p.Value.Value()
 			if err != nil {
-				c.errorf(CodeParseSyntax, p.Value, path, "Write the value out without nested aliases.", "%v", err)
+				c.valueTooLarge(p.Value, path, err)
 			}
 			decl.Default, decl.HasDefault = val, true
 			decl.Type = jsonType(val)
@@ -213,7 +213,7 @@ func (c *checker) typedVar(decl *VarDecl, v *Node, path string) {
 	}
 	val, err := dp.Value.Value()
 	if err != nil {
-		c.errorf(CodeParseSyntax, dp.Value, path+".default", "Write the value out without nested aliases.", "%v", err)
+		c.valueTooLarge(dp.Value, path+".default", err)
 		return
 	}
 	if !matchesType(val, t) {
@@ -349,7 +349,7 @@ func (c *checker) env(n *Node) {
 		c.noPlaceholders(p.Value, path, "an env value")
 		val, err := p.Value.Value()
 		if err != nil {
-			c.errorf(CodeParseSyntax, p.Value, path, "Write the value out without nested aliases.", "%v", err)
+			c.valueTooLarge(p.Value, path, err)
 		}
 		c.a.Env = append(c.a.Env, &EnvDecl{Name: name, Value: val})
 		c.envNames = append(c.envNames, name)

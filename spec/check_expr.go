@@ -84,8 +84,11 @@ func (c *checker) dataValue(n *Node, path string, kind siteKind, t *taskState) V
 		return nil
 	}
 	if nodes, bytes := c.expandedSize(n); nodes > maxValueNodes || bytes > maxValueBytes {
-		c.errorf(CodeParseSyntax, n, path, "Write the value out, or reuse smaller anchors: expanded, it would exceed 10,000 nodes or 1 MiB.",
-			"%v", errValueTooLarge)
+		limit := limitNodes
+		if nodes <= maxValueNodes {
+			limit = limitBytes
+		}
+		c.valueTooLarge(n, path, tooLarge(n, limit))
 		return nil
 	}
 	return c.dataValueRec(n, path, kind, t)

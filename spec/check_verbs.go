@@ -82,7 +82,7 @@ func (c *checker) verbField(t *taskState, verb string, f *Pair, path string, kin
 		}
 		doc, err := n.Value()
 		if err != nil {
-			c.errorf(CodeParseSyntax, n, path, "Write the schema out without nested aliases.", "%v", err)
+			c.valueTooLarge(n, path, err)
 			return nil, false
 		}
 		if _, isMap := doc.(map[string]any); !isMap {

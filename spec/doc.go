@@ -51,9 +51,21 @@
 //   - Aliases are never expanded while checking: an aliased subtree is
 //     checked where its anchor is, and shared (not copied) by the typed
 //     model. Materializing a literal value stops at 10,000 nodes or 1 MiB
-//     with NIKA-PARSE-001 (D12).
+//     with NIKA-PARSE-001 (D12), and at 1,000 levels of nesting (so a
+//     self-referencing anchor stays finite). The message names the limit
+//     passed and says "with its aliases expanded" only when the value as
+//     written is within the limits, i.e. when expanding is what passed them.
 //   - A checker panic (a bug) becomes a code-less `internal_error` finding
 //     instead of crashing the process.
+//   - Text findings are inert on a terminal (WriteText, FormatFinding): a
+//     workflow is untrusted input, so control characters in the snippet,
+//     file name, path, message and detail are written as escapes (`\x1b`,
+//     `\x07`; C1 controls, bidirectional overrides and isolates as `\uNNNN`;
+//     a byte that is not UTF-8 as `\xNN`), a tab as one space. A snippet
+//     line longer than 120 columns is cut to a 120-column window around the
+//     caret (about a third before it), `…` on each cut side. The caret
+//     counts the escaped widths, so it stays under its character. JSON
+//     output needs none of this: its encoder escapes controls.
 //   - `infer.thinking`: writing the mapping asks for thinking, so `enabled`
 //     defaults to true (`enabled: false` turns it off) and `budget_tokens` to
 //     2048. Anthropic gets `thinking.budget_tokens` (raised to its minimum of

@@ -173,7 +173,8 @@ var explanations = map[string]explanation{
 		body: "The file is not YAML that nika accepts. It fires on any YAML syntax error (at the parser's " +
 			"position, e.g. a tab in indentation or an unclosed quote), on a second YAML document after `---`, " +
 			"on the merge key `<<`, on a tag outside `!!str !!int !!float !!bool !!null !!seq !!map`, on a file " +
-			"that is not valid UTF-8, and on aliases that would expand beyond 10,000 nodes or 1 MiB. " +
+			"that is not valid UTF-8, and on a literal value over 10,000 nodes, 1 MiB or 1,000 levels of nesting, " +
+			"as written or once its aliases are expanded (the message says which). " +
 			"With a syntax error there is no tree to check, so it is the only finding reported for the file.",
 		example: `nika: v1
 workflow: hello

@@ -3,31 +3,127 @@ package spec
 import "errors"
 
 // Materialization limits (D12): an alias-heavy document could otherwise
-// expand exponentially ("billion laughs").
+// expand exponentially ("billion laughs"). They bound every literal value,
+// aliased or not; the nesting bound keeps a self-referencing anchor finite.
 const (
 	maxValueNodes = 10000
 	maxValueBytes = 1 << 20
+	maxValueDepth = 1000
 )
 
-// errValueTooLarge is returned by Value when expanding aliases would exceed
-// the limits; the checker reports it as NIKA-PARSE-001.
-var errValueTooLarge = errors.New("the value expands to more than 10,000 nodes or 1 MiB (alias expansion)")
+// Which materialization limit a value passed.
+const (
+	limitNodes = "nodes"
+	limitBytes = "bytes"
+	limitDepth = "depth"
+)
+
+// valueTooLargeError is returned by Value when a value passes a D12 limit;
+// the checker reports it as NIKA-PARSE-001 (valueTooLarge). It says which
+// limit, and whether expanding aliases is what passed it: Aliases is true
+// only when the value as written is within the limits.
+type valueTooLargeError struct {
+	Limit   string // limitNodes, limitBytes or limitDepth
+	Aliases bool
+}
+
+func (e *valueTooLargeError) Error() string {
+	what := map[string]string{
+		limitNodes: "more than 10,000 nodes",
+		limitBytes: "more than 1 MiB of strings, keys and numbers",
+		limitDepth: "more than 1,000 levels of nesting",
+	}[e.Limit]
+	subject := "the value has "
+	if e.Aliases {
+		subject = "with its aliases expanded, the value has "
+	}
+	return subject + what + "; a literal value may have at most 10,000 nodes and 1 MiB, nested at most 1,000 deep"
+}
+
+// detail is the finding's advice.
+func (e *valueTooLargeError) detail() string {
+	if e.Aliases {
+		return "Reuse smaller anchors, or fewer aliases of them: every alias counts its anchor's whole value again."
+	}
+	return "Make the value smaller, or keep the data in a file the workflow reads at run time (nika:read)."
+}
+
+// tooLarge describes n, whose expansion passed limit.
+func tooLarge(n *Node, limit string) *valueTooLargeError {
+	raw := rawBudget{nodes: maxValueNodes, bytes: maxValueBytes}
+	return &valueTooLargeError{Limit: limit, Aliases: raw.within(n, 0)}
+}
+
+// rawBudget measures a value as written: an alias is one node, never its
+// anchor's value.
+type rawBudget struct{ nodes, bytes int }
+
+// within reports whether n as written stays within the limits.
+func (b *rawBudget) within(n *Node, depth int) bool {
+	b.nodes--
+	if n == nil {
+		return b.nodes >= 0
+	}
+	switch n.Kind {
+	case KindInt, KindFloat:
+		b.bytes -= 8
+	case KindString:
+		b.bytes -= len(n.Str)
+	}
+	if b.nodes < 0 || b.bytes < 0 || depth > maxValueDepth {
+		return false
+	}
+	for _, it := range n.Items {
+		if !b.within(it, depth+1) {
+			return false
+		}
+	}
+	for _, p := range n.Pairs {
+		if p.Key != nil && p.Key.Kind == KindString {
+			b.bytes -= len(p.Key.Str)
+		}
+		if !b.within(p.Value, depth+1) {
+			return false
+		}
+	}
+	return true
+}
+
+// valueTooLarge reports err, from Value, as NIKA-PARSE-001 at n.
+func (c *checker) valueTooLarge(n *Node, path string, err error) {
+	detail := "Make the value smaller."
+	var tl *valueTooLargeError
+	if errors.As(err, &tl) {
+		detail = tl.detail()
+	}
+	c.errorf(CodeParseSyntax, n, path, detail, "%v", err)
+}
 
 // Value converts a node into the nika value model (nil, bool, int, float64,
 // string, []any, map[string]any), expanding aliases under the D12 limits.
 // Duplicate keys keep their first value.
 func (n *Node) Value() (any, error) {
-	b := valueBudget{nodes: maxValueNodes, bytes: maxValueBytes}
+	b := valueBudget{nodes: maxValueNodes, bytes: maxValueBytes, root: n}
 	return b.value(n, 0)
 }
 
-type valueBudget struct{ nodes, bytes int }
+type valueBudget struct {
+	nodes, bytes int
+	root         *Node
+}
 
+// value materializes n; root is the value Value was called on, which a
+// limit error describes.
 func (b *valueBudget) value(n *Node, depth int) (any, error) {
 	n = n.Deref()
 	b.nodes--
-	if b.nodes < 0 || b.bytes < 0 || depth > 1000 {
-		return nil, errValueTooLarge
+	switch {
+	case b.nodes < 0:
+		return nil, tooLarge(b.root, limitNodes)
+	case b.bytes < 0:
+		return nil, tooLarge(b.root, limitBytes)
+	case depth > maxValueDepth:
+		return nil, tooLarge(b.root, limitDepth)
 	}
 	if n == nil {
 		return nil, nil
@@ -46,7 +142,7 @@ func (b *valueBudget) value(n *Node, depth int) (any, error) {
 	case KindString:
 		b.bytes -= len(n.Str)
 		if b.bytes < 0 {
-			return nil, errValueTooLarge
+			return nil, tooLarge(b.root, limitBytes)
 		}
 		return n.Str, nil
 	case KindSeq:
