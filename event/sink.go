@@ -3,6 +3,7 @@ package event
 import (
 	"fmt"
 	"io"
+	"os"
 	"slices"
 	"sync"
 )
@@ -95,13 +96,13 @@ const maxRetainedBuf = 64 << 10
 // and later Emits return at once. An event whose fields cannot be encoded (a programming error) is written
 // with fields {"encode_error": message}, and that error is kept for Err as well.
 type NDJSON struct {
-	mu     sync.Mutex
-	w      io.Writer
-	flush  func() error
-	mask   Masker
-	buf    []byte
-	err    error // first error, of any kind
-	broken bool  // a write or flush failed: write nothing more
+	mu    sync.Mutex
+	w     io.Writer
+	flush func() error
+	mask  Masker
+	buf   []byte
+	err   error // first error, of any kind
+	werr  error // first write or flush error: write nothing more
 }
 
 // NewNDJSON returns a sink writing to w. A nil w discards everything.
@@ -129,7 +130,7 @@ func (s *NDJSON) WithMasker(m Masker) *NDJSON {
 func (s *NDJSON) Emit(e Event) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.broken {
+	if s.werr != nil {
 		return
 	}
 	e.Fields = maskFields(e.Fields, s.mask)
@@ -151,9 +152,9 @@ func (s *NDJSON) Emit(e Event) {
 		err = s.flush()
 	}
 	if err != nil {
-		s.broken = true
+		s.werr = fmt.Errorf("event: writing seq %d: %w", e.Seq, err)
 		if s.err == nil {
-			s.err = fmt.Errorf("event: writing seq %d: %w", e.Seq, err)
+			s.err = s.werr
 		}
 	}
 }
@@ -163,4 +164,97 @@ func (s *NDJSON) Err() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.err
+}
+
+// WriteErr returns the first write or flush error, after which the sink wrote nothing more, or nil. Unlike
+// an encoding error (the event is still written, with an encode_error field), it means events are missing.
+func (s *NDJSON) WriteErr() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.werr
+}
+
+// File is an NDJSON sink that owns the file it writes: a trace. A write that fails (a full disk) cuts a
+// regular file back to the whole lines written before it, so the trace is always a valid prefix of the
+// stream, never a torn line; nothing more is written. Close reports every such failure: the owner of a
+// trace calls it once the stream has ended and must not ignore its error.
+type File struct {
+	*NDJSON
+	path string
+	f    *os.File
+	out  *cutWriter
+}
+
+// CreateFile creates (or truncates) the file at path and returns a sink writing to it.
+func CreateFile(path string) (*File, error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, err
+	}
+	t := &File{path: path, f: f}
+	if fi, err := f.Stat(); err == nil && fi.Mode().IsRegular() {
+		t.out = &cutWriter{f: f, regular: true}
+	} else {
+		t.out = &cutWriter{f: f} // a device or a pipe: no sync, nothing to cut
+	}
+	t.NDJSON = NewNDJSON(t.out)
+	return t, nil
+}
+
+// Path returns the path the file was created at.
+func (t *File) Path() string { return t.path }
+
+// Close syncs a regular file to disk and closes it. It returns nil only when every event emitted is on
+// disk; otherwise an error naming the file and why, which also says how many events the file holds after
+// a failed write. Errors that a write only meets at fsync or close (a network file system) count too.
+func (t *File) Close() error {
+	werr := t.WriteErr()
+	var serr error
+	if t.out.regular && werr == nil {
+		serr = t.f.Sync()
+	}
+	cerr := t.f.Close()
+	switch {
+	case werr != nil:
+		if t.out.cutErr != nil {
+			return fmt.Errorf("the trace %s is incomplete, and its last line may be torn (cutting it back failed: %v): %w", t.path, t.out.cutErr, werr)
+		}
+		if !t.out.regular {
+			return fmt.Errorf("the trace %s is incomplete: %w", t.path, werr)
+		}
+		return fmt.Errorf("the trace %s is incomplete (it holds only the first %d events): %w", t.path, t.out.lines, werr)
+	case serr != nil:
+		return fmt.Errorf("the trace %s may be incomplete: syncing it to disk: %w", t.path, serr)
+	case cerr != nil:
+		return fmt.Errorf("the trace %s may be incomplete: closing it: %w", t.path, cerr)
+	}
+	return nil
+}
+
+// cutWriter writes the lines of an NDJSON sink (one whole line per Write) to a file and, when a write
+// fails part-way, truncates a regular file back to the lines before it.
+type cutWriter struct {
+	f       *os.File
+	regular bool
+	size    int64 // bytes of whole lines written
+	lines   int64
+	cutErr  error
+}
+
+func (w *cutWriter) Write(p []byte) (int, error) {
+	n, err := w.f.Write(p)
+	if err == nil && n < len(p) {
+		err = io.ErrShortWrite
+	}
+	if err != nil {
+		if n > 0 && w.regular {
+			if terr := w.f.Truncate(w.size); terr != nil {
+				w.cutErr = terr
+			}
+		}
+		return n, err
+	}
+	w.size += int64(n)
+	w.lines++
+	return n, nil
 }
