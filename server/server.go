@@ -230,11 +230,12 @@ func childEnv(lookup func(string) (string, bool)) []string {
 	return env
 }
 
-// Shutdown stops the server: it refuses new runs, cancels queued ones,
-// lets running ones finish until ctx ends, then cancels them and waits for
-// them. It returns nil when every run drained, else an error wrapping
-// ctx.Err(). HTTP handlers of finished runs keep working.
-func (s *Server) Shutdown(ctx context.Context) error {
+// StopAdmitting is the first step of Shutdown, on its own so that a caller
+// knows when it has happened: from its return, /readyz is 503 and every
+// submission 503, and the queued runs are cancelled. It returns how many
+// runs were running and how many queued runs it cancelled. Calling it again
+// does nothing more.
+func (s *Server) StopAdmitting() (running, cancelled int) {
 	s.mu.Lock()
 	s.draining = true
 	queued := s.queue
@@ -242,10 +243,20 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	for _, r := range queued {
 		s.finishUnstarted(r)
 	}
+	running = s.running
 	s.mu.Unlock()
 	for _, r := range queued {
 		s.logf("run %s cancelled while queued (shutting down)", r.id)
 	}
+	return running, len(queued)
+}
+
+// Shutdown stops the server: it refuses new runs, cancels queued ones,
+// lets running ones finish until ctx ends, then cancels them and waits for
+// them. It returns nil when every run drained, else an error wrapping
+// ctx.Err(). HTTP handlers of finished runs keep working.
+func (s *Server) Shutdown(ctx context.Context) error {
+	s.StopAdmitting()
 	done := make(chan struct{})
 	go func() {
 		s.wg.Wait()

@@ -192,11 +192,11 @@ func serveWith(args []string, stdout, stderr io.Writer, env serveEnv) int {
 	case <-env.signals:
 	case serveErr = <-served:
 	}
-	running, queued := srv.Active()
-	fmt.Fprintf(stderr, "nika serve: shutting down: %d running runs may finish within %s, %d queued runs are cancelled\n", running, *shutdownTimeout, queued)
-	// Stop accepting at once; open event streams end with their runs.
-	httpDone := make(chan error, 1)
-	go func() { httpDone <- hs.Shutdown(context.Background()) }()
+	// The listener stays open while the runs drain (up to --shutdown-timeout), so that clients
+	// hear why: /readyz answers 503 and a submission a 503 with a JSON error, rather than
+	// connection refused. The line below is logged once that is so.
+	running, queued := srv.StopAdmitting()
+	fmt.Fprintf(stderr, "nika serve: shutting down: %d running runs may finish within %s, %d queued runs are cancelled; /readyz and new submissions answer 503 meanwhile\n", running, *shutdownTimeout, queued)
 	ctx, cancel := context.WithTimeout(context.Background(), *shutdownTimeout)
 	defer cancel()
 	drained := make(chan error, 1)
@@ -211,8 +211,10 @@ func serveWith(args []string, stdout, stderr io.Writer, env serveEnv) int {
 	if err != nil {
 		fmt.Fprintf(stderr, "nika serve: %v\n", err)
 	}
-	// Every run has ended, so every stream has; a client that stops
+	// Every run has ended, so every event stream has: stop accepting now. A client that stops
 	// reading does not hold the exit for long.
+	httpDone := make(chan error, 1)
+	go func() { httpDone <- hs.Shutdown(context.Background()) }()
 	select {
 	case <-httpDone:
 	case <-time.After(5 * time.Second):
