@@ -1,6 +1,7 @@
 package event
 
 import (
+	"bytes"
 	"encoding/json"
 	"reflect"
 	"strings"
@@ -165,5 +166,103 @@ func TestMaskValueCollidingKeysAllKept(t *testing.T) {
 	// map[string]string too, with every key colliding.
 	if got := MaskValue(map[string]string{"a": "x", "b": "y"}, func(string) string { return "k" }); !reflect.DeepEqual(got, map[string]string{"k": "k", "k#2": "k"}) {
 		t.Fatalf("constant masker: %#v", got)
+	}
+}
+
+// short masks the secrets "task" and "stat" (LANGUAGE.md §2.3: any value of 4 bytes or more is a secret),
+// which are inside the engine's own keys tasks and status.
+func short(s string) string {
+	return strings.NewReplacer("task", "••••••", "stat", "••••••").Replace(s)
+}
+
+// The report's structure is never masked, whatever the secrets: only its values, and the keys of the user
+// data in it (a task's output, the outputs, usage's model names), colliding ones suffixed as MaskValue does.
+func TestMaskReportKeepsEngineKeys(t *testing.T) {
+	errValue := func() map[string]any {
+		return map[string]any{"code": "NIKA-INVOKE-002", "category": "tool_error", "message": "bad task", "transient": false,
+			"task_id": "fetch", "attempt": 1, "details": map[string]any{
+				"tool":           "nika:stat",
+				"violations":     []any{map[string]any{"path": "/task", "message": "stat"}},
+				"partial_output": map[string]any{"task": "stat"},
+			}}
+	}
+	rep := map[string]any{
+		"run_id": "r-1", "workflow": "w", "workflow_state": "failure", "seed": uint64(0),
+		"tasks": map[string]any{
+			"fetch": map[string]any{"status": "success", "error": nil,
+				"output": map[string]any{"task": "stat", "tasks": []any{"status"}, "••••••s": 1, "n": map[string]any{"stat": true}}},
+			"other": map[string]any{"status": "failure", "output": nil, "error": errValue(),
+				"usage": map[string]any{"mock/task": map[string]any{"requests": 1, "input_tokens": 2, "output_tokens": 3, "unreported": 0}}},
+		},
+		"outputs": map[string]any{"stats": "a task"},
+		"usage":   map[string]any{"mock/task": map[string]any{"requests": 1, "input_tokens": 2, "output_tokens": 3, "unreported": 0}},
+		"error":   errValue(),
+	}
+	maskedErr := map[string]any{"code": "NIKA-INVOKE-002", "category": "tool_error", "message": "bad ••••••", "transient": false,
+		"task_id": "fetch", "attempt": 1, "details": map[string]any{
+			"tool":           "nika:••••••",
+			"violations":     []any{map[string]any{"path": "/••••••", "message": "••••••"}},
+			"partial_output": map[string]any{"••••••": "••••••"},
+		}}
+	usage := map[string]any{"mock/••••••": map[string]any{"requests": 1, "input_tokens": 2, "output_tokens": 3, "unreported": 0}}
+	want := map[string]any{
+		"run_id": "r-1", "workflow": "w", "workflow_state": "failure", "seed": uint64(0),
+		"tasks": map[string]any{
+			"fetch": map[string]any{"status": "success", "error": nil,
+				// "tasks" masks to "••••••s", like the literal key "••••••s" after it in sorted order
+				// (U+2022 is above ASCII), which therefore becomes "••••••s#2".
+				"output": map[string]any{"••••••": "••••••", "••••••s": []any{"••••••us"}, "••••••s#2": 1, "n": map[string]any{"••••••": true}}},
+			"other": map[string]any{"status": "failure", "output": nil, "error": maskedErr, "usage": usage},
+		},
+		"outputs": map[string]any{"••••••s": "a ••••••"},
+		"usage":   usage,
+		"error":   maskedErr,
+	}
+	for range 20 { // Go randomises map order; the result must not depend on it
+		if got := MaskReport(rep, short); !reflect.DeepEqual(got, want) {
+			t.Fatalf("got  %#v\nwant %#v", got, want)
+		}
+	}
+	if rep["tasks"].(map[string]any)["fetch"].(map[string]any)["output"].(map[string]any)["task"] != "stat" {
+		t.Error("the report was modified")
+	}
+	if MaskReport(rep, nil)["tasks"] == nil || MaskReport(nil, short) != nil {
+		t.Error("nil masker or nil report")
+	}
+}
+
+// An event's field names are the engine's (D18) and are never masked; the keys of the user data in it
+// (workflow_started's vars, user_event's payload, log's data) are.
+func TestSinkMaskKeepsFieldKeys(t *testing.T) {
+	var out bytes.Buffer
+	s := NewNDJSON(&out).WithMasker(short)
+	mem := NewMemory().WithMasker(short)
+	sink := Fanout{s, mem}
+	sink.Emit(Event{Seq: 1, TS: ts0, RunID: "r", Kind: WorkflowStarted, Iteration: NoIteration,
+		Fields: map[string]any{"workflow": "w", "tasks": 2, "seed": 0, "vars": map[string]any{"stat_dir": "/tmp/stat"}}})
+	sink.Emit(Event{Seq: 2, TS: ts0, RunID: "r", Kind: TaskCompleted, Task: "task_a", Iteration: NoIteration,
+		Fields: map[string]any{"status": "success", "timing": map[string]any{"duration_ms": 1}}})
+	sink.Emit(Event{Seq: 3, TS: ts0, RunID: "r", Kind: TaskFailed, Task: "t", Attempt: 1, Iteration: 0,
+		Fields: map[string]any{"code": "NIKA-EXEC-001", "category": "exec_error", "transient": false, "message": "task stat", "timing": map[string]any{"duration_ms": 1}}})
+	sink.Emit(Event{Seq: 4, TS: ts0, RunID: "r", Kind: UserEvent, Task: "t", Iteration: NoIteration,
+		Fields: map[string]any{"event_type": "status", "payload": map[string]any{"task": 1, "stat": 2, "x": map[string]any{"tasks": "ok"}}}})
+	sink.Emit(Event{Seq: 5, TS: ts0, RunID: "r", Kind: Log, Task: "t", Iteration: NoIteration,
+		Fields: map[string]any{"level": "info", "message": "m", "data": map[string]any{"status": "stat"}}})
+	want := `{"fields":{"seed":0,"tasks":2,"vars":{"••••••_dir":"/tmp/••••••"},"workflow":"w"},"kind":"workflow_started","run_id":"r","seq":1,"ts":"2026-11-30T12:00:00.123Z"}
+{"fields":{"status":"success","timing":{"duration_ms":1}},"kind":"task_completed","run_id":"r","seq":2,"task":"task_a","ts":"2026-11-30T12:00:00.123Z"}
+{"attempt":1,"fields":{"category":"exec_error","code":"NIKA-EXEC-001","message":"•••••• ••••••","timing":{"duration_ms":1},"transient":false},"iteration":0,"kind":"task_failed","run_id":"r","seq":3,"task":"t","ts":"2026-11-30T12:00:00.123Z"}
+{"fields":{"event_type":"••••••us","payload":{"x":{"••••••s":"ok"},"••••••":2,"••••••#2":1}},"kind":"user_event","run_id":"r","seq":4,"task":"t","ts":"2026-11-30T12:00:00.123Z"}
+{"fields":{"data":{"••••••us":"••••••"},"level":"info","message":"m"},"kind":"log","run_id":"r","seq":5,"task":"t","ts":"2026-11-30T12:00:00.123Z"}
+`
+	if out.String() != want {
+		t.Errorf("got\n%s\nwant\n%s", out.String(), want)
+	}
+	var joined bytes.Buffer
+	for _, l := range mem.Lines() {
+		joined.Write(l)
+		joined.WriteByte('\n')
+	}
+	if joined.String() != want {
+		t.Errorf("Memory.Lines:\n%s", joined.String())
 	}
 }

@@ -170,9 +170,10 @@ func TestNDJSONMasker(t *testing.T) {
 	var out bytes.Buffer
 	mask := func(s string) string { return strings.ReplaceAll(s, "hunter2", "***") }
 	s := NewNDJSON(&out).WithMasker(mask)
-	fields := map[string]any{"message": "pw=hunter2", "hunter2": []any{"hunter2"}}
+	// The fields' own keys are the engine's and stay; the keys of nika:log's data are user data.
+	fields := map[string]any{"message": "pw=hunter2", "hunter2": []any{"hunter2"}, "data": map[string]any{"hunter2": "hunter2"}}
 	s.Emit(Event{Seq: 1, TS: ts0, RunID: "hunter2", Kind: Log, Task: "t", Iteration: NoIteration, Fields: fields})
-	want := `{"fields":{"***":["***"],"message":"pw=***"},"kind":"log","run_id":"hunter2","seq":1,"task":"t","ts":"2026-11-30T12:00:00.123Z"}` + "\n"
+	want := `{"fields":{"data":{"***":"***"},"hunter2":["***"],"message":"pw=***"},"kind":"log","run_id":"hunter2","seq":1,"task":"t","ts":"2026-11-30T12:00:00.123Z"}` + "\n"
 	if out.String() != want {
 		t.Errorf("got  %s\nwant %s", out.String(), want)
 	}

@@ -197,46 +197,150 @@ func ResolveSecrets(w *Workflow, runDir string, lookup func(string) (string, boo
 // Mask is the replacement of every secret value (§2.3): six U+2022.
 const Mask = "••••••"
 
-// NewMasker returns a function that replaces each secret value, raw or
-// JSON-escaped, with Mask (D24). Longer secrets are replaced first, so a
-// secret that contains another is masked whole.
+// NewMasker returns a function that replaces each secret value with Mask
+// (LANGUAGE.md §2.3, D24), in any of the forms it takes in what the engine
+// writes: raw, JSON-escaped once (a secret inside a JSON text held in a
+// string), and JSON-escaped twice (JSON inside JSON, as `tojson | tojson` or
+// a tool's JSON-encoded field makes it: the secret a"b\c appears as
+// a\\\"b\\\\c). The escaping is that of every encoder in play: canonical JSON
+// and gojq (<>& raw), encoding/json (<>& as \u003c…, U+2028 and U+2029 as
+// \u2028), gojq (DEL as \u007f), and any mix of them across the two levels.
+// Deeper nesting, other escapings (\/, \uXXXX for any non-ASCII, upper-case
+// hex) and base64 are not caught; masking is textual.
+//
+// Every occurrence of every form is found, overlapping ones included, and
+// each run of overlapping occurrences becomes one Mask: a secret that
+// contains another, or overlaps it ("hunter22" and "22abc" in
+// "hunter22abc"), is masked whole, with no part of either left over.
+// Adjacent occurrences stay separate masks.
 func NewMasker(secrets map[string]any) func(string) string {
+	seen := map[string]bool{}
 	var forms []string
 	for _, v := range secrets {
 		s, ok := v.(string)
-		if !ok || s == "" {
+		if !ok || s == "" || seen[s] {
 			continue
 		}
+		seen[s] = true
 		forms = append(forms, s)
-		// JSON-escaped forms, with and without HTML escaping: canonical JSON
-		// does not escape <>&, encoding/json does.
-		for _, html := range []bool{false, true} {
-			var buf bytes.Buffer
-			enc := json.NewEncoder(&buf)
-			enc.SetEscapeHTML(html)
-			if enc.Encode(s) == nil {
-				b := bytes.TrimSpace(buf.Bytes())
-				if esc := string(b[1 : len(b)-1]); esc != s && !containsString(forms, esc) {
-					forms = append(forms, esc)
+		level := []string{s}
+		for range maxEscapes {
+			var next []string
+			for _, f := range level {
+				for _, e := range jsonEscapes(f) {
+					if !seen[e] {
+						seen[e] = true
+						forms = append(forms, e)
+						next = append(next, e)
+					}
+				}
+			}
+			level = next
+		}
+	}
+	if len(forms) == 0 {
+		return func(s string) string { return s }
+	}
+	sort.Strings(forms) // deterministic, though the result does not depend on the order
+	return (&masker{forms: forms}).mask
+}
+
+// maxEscapes is how many levels of JSON string escaping NewMasker undoes.
+const maxEscapes = 2
+
+// jsonEscapes returns the distinct bodies (without quotes) of s written as
+// a JSON string by the encoders the engine uses (see NewMasker).
+func jsonEscapes(s string) []string {
+	var out []string
+	for _, html := range []bool{false, true} {
+		for _, lineSep := range []bool{false, true} {
+			for _, del := range []bool{false, true} {
+				if e := jsonEscape(s, html, lineSep, del); !containsString(out, e) {
+					out = append(out, e)
 				}
 			}
 		}
 	}
-	sort.Slice(forms, func(i, j int) bool {
-		if len(forms[i]) != len(forms[j]) {
-			return len(forms[i]) > len(forms[j])
+	return out
+}
+
+// jsonEscape writes s as the body of a JSON string: " and \ escaped, \b \f
+// \n \r \t short, other control characters \u00xx; <>& (html), U+2028 and
+// U+2029 (lineSep) and DEL (del) escaped as \u00xx when asked. Other bytes,
+// invalid UTF-8 included, are kept.
+func jsonEscape(s string, html, lineSep, del bool) string {
+	const hex = "0123456789abcdef"
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c == '"':
+			b.WriteString(`\"`)
+		case c == '\\':
+			b.WriteString(`\\`)
+		case c == '\b':
+			b.WriteString(`\b`)
+		case c == '\f':
+			b.WriteString(`\f`)
+		case c == '\n':
+			b.WriteString(`\n`)
+		case c == '\r':
+			b.WriteString(`\r`)
+		case c == '\t':
+			b.WriteString(`\t`)
+		case c < 0x20, html && (c == '<' || c == '>' || c == '&'), del && c == 0x7f:
+			b.WriteString(`\u00`)
+			b.WriteByte(hex[c>>4])
+			b.WriteByte(hex[c&0xf])
+		case lineSep && c == 0xe2 && i+2 < len(s) && s[i+1] == 0x80 && (s[i+2] == 0xa8 || s[i+2] == 0xa9):
+			b.WriteString(`\u202`)
+			b.WriteByte(hex[s[i+2]-0xa0])
+			i += 2
+		default:
+			b.WriteByte(c)
 		}
-		return forms[i] < forms[j]
-	})
-	if len(forms) == 0 {
-		return func(s string) string { return s }
 	}
-	pairs := make([]string, 0, 2*len(forms))
-	for _, f := range forms {
-		pairs = append(pairs, f, Mask)
+	return b.String()
+}
+
+// masker replaces the occurrences of its forms by Mask.
+type masker struct{ forms []string }
+
+func (k *masker) mask(s string) string {
+	type span struct{ from, to int }
+	var spans []span
+	for _, f := range k.forms {
+		for i := 0; i+len(f) <= len(s); {
+			j := strings.Index(s[i:], f)
+			if j < 0 {
+				break
+			}
+			spans = append(spans, span{i + j, i + j + len(f)})
+			i += j + 1 // overlapping occurrences of one form too ("abab" in "ababab")
+		}
 	}
-	r := strings.NewReplacer(pairs...)
-	return r.Replace
+	if len(spans) == 0 {
+		return s
+	}
+	sort.Slice(spans, func(a, b int) bool { return spans[a].from < spans[b].from })
+	var b strings.Builder
+	last, cur := 0, spans[0]
+	flush := func() {
+		b.WriteString(s[last:cur.from])
+		b.WriteString(Mask)
+		last = cur.to
+	}
+	for _, sp := range spans[1:] {
+		if sp.from < cur.to { // overlaps: one mask for both
+			cur.to = max(cur.to, sp.to)
+			continue
+		}
+		flush()
+		cur = sp
+	}
+	flush()
+	b.WriteString(s[last:])
+	return b.String()
 }
 
 func containsString(list []string, s string) bool {
