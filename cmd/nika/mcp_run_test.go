@@ -172,6 +172,7 @@ func TestRunInterruptedMCPLeavesNoProcess(t *testing.T) {
 			if server <= 0 || child <= 0 {
 				t.Fatalf("ready line %q", line)
 			}
+			pgid := mcptest.Pgid(t, server)
 			serverFD, childFD := mcptest.Pidfd(t, server), mcptest.Pidfd(t, child)
 			if err := cmd.Process.Signal(sig); err != nil {
 				t.Fatal(err)
@@ -183,7 +184,7 @@ func TestRunInterruptedMCPLeavesNoProcess(t *testing.T) {
 			}
 			mcptest.AwaitExit(t, serverFD, "the MCP server")
 			mcptest.AwaitExit(t, childFD, "the MCP server's grandchild")
-			if got := mcptest.GroupMembers(t, server); len(got) != 0 {
+			if got := mcptest.GroupMembers(t, pgid); len(got) != 0 {
 				t.Errorf("the server's process group still holds %v after the run", got)
 			}
 		})

@@ -39,6 +39,10 @@
 //     stdio shutdown), then kills its process group whatever happened, so grandchildren die too.
 //     On Linux a server that exits by itself has its group killed at once: a grandchild that
 //     holds its stdout would otherwise keep its session, and the calls in flight, waiting.
+//   - On Linux a server's group is a watched one (tools/procgroup): when the engine dies, even
+//     by SIGKILL, the group's watcher kills the server and its grandchildren. The group id is
+//     then the watcher's pid, not the server's. Elsewhere a SIGKILLed engine leaves its
+//     servers running (see tools/procgroup, "Limits").
 package mcp
 
 import (
@@ -61,6 +65,7 @@ import (
 	"github.com/nikahq/nika/spec"
 	"github.com/nikahq/nika/spec/schema"
 	"github.com/nikahq/nika/tools"
+	"github.com/nikahq/nika/tools/procgroup"
 )
 
 // Codes used by this package.
@@ -539,7 +544,14 @@ func (c *Client) start(ctx context.Context, name string, cfg Server) (*conn, *sp
 		cmd.Stderr = cn.stderr
 		// A grandchild holding stderr open must not keep Wait (and so Close) blocked.
 		cmd.WaitDelay = c.opts.Grace
-		setGroup(cmd)
+		// The server's group is a watched one, so it dies with the engine even after a SIGKILL
+		// (tools/procgroup); where there is no watcher, a group of the server's own.
+		if grp, err := procgroup.New(); err == nil {
+			grp.Join(cmd)
+			cn.proc.grp = grp
+		} else {
+			setGroup(cmd)
+		}
 		tr = &procTransport{inner: &sdk.CommandTransport{Command: cmd, TerminateDuration: c.opts.Grace}, proc: cn.proc}
 		// An abandoned start kills the server at once, so the handshake returns now rather
 		// than after the SDK's own shutdown grace.
@@ -962,13 +974,15 @@ func (t *procTransport) Connect(ctx context.Context) (sdk.Connection, error) {
 	conn, err := t.inner.Connect(ctx)
 	if p := t.inner.Command.Process; p != nil {
 		t.proc.set(p.Pid)
-		onExit(p.Pid, func() { killGroup(p.Pid) })
+		onExit(p.Pid, t.proc.kill)
 	}
 	return conn, err
 }
 
-// proc is a started server process: the leader of its own process group.
+// proc is a started server process and its process group: the watched group grp, or (grp nil)
+// a group of its own that it leads.
 type proc struct {
+	grp *procgroup.Group // set before the start, never changed
 	mu  sync.Mutex
 	pid int // 0 until started
 }
@@ -979,8 +993,13 @@ func (p *proc) set(pid int) {
 	p.mu.Unlock()
 }
 
-// kill kills the whole process group (D37).
+// kill kills the whole process group (D37), and reaps the group's watcher. A watched group is
+// killed even before the server started (its watcher is there from the start), once.
 func (p *proc) kill() {
+	if p.grp != nil {
+		p.grp.Kill()
+		return
+	}
 	p.mu.Lock()
 	pid := p.pid
 	p.mu.Unlock()
@@ -989,8 +1008,9 @@ func (p *proc) kill() {
 	}
 }
 
-// Pid returns the server process id of a running session (the id of its process group), 0 when
-// the server is not running or has no process. For tests and diagnostics.
+// Pid returns the server process id of a running session, 0 when the server is not running or
+// has no process. For tests and diagnostics. Its process group is its watcher's (see
+// tools/procgroup), or its own where there is no watcher.
 func (c *Client) Pid(server string) int {
 	c.mu.Lock()
 	defer c.mu.Unlock()

@@ -214,8 +214,9 @@ func TestSubprocessCloseKillsGroup(t *testing.T) {
 	if server == 0 || mcptest.ProcGone(server) || mcptest.ProcGone(child) {
 		t.Fatalf("before Close: server %d gone=%v, grandchild %d gone=%v", server, mcptest.ProcGone(server), child, mcptest.ProcGone(child))
 	}
-	if got := mcptest.GroupMembers(t, server); len(got) != 2 {
-		t.Errorf("the server's group holds %v, want the server and its grandchild", got)
+	pgid := mcptest.Pgid(t, server)
+	if got := mcptest.GroupMembers(t, pgid); !slices.Contains(got, server) || !slices.Contains(got, child) {
+		t.Errorf("the server's group holds %v, want the server %d and its grandchild %d", got, server, child)
 	}
 	serverFD, childFD := mcptest.Pidfd(t, server), mcptest.Pidfd(t, child)
 	if err := c.Close(); err != nil {
@@ -226,7 +227,7 @@ func TestSubprocessCloseKillsGroup(t *testing.T) {
 	if !mcptest.ProcGone(server) || !mcptest.ProcGone(child) {
 		t.Errorf("after Close: server %d gone=%v, grandchild %d gone=%v", server, mcptest.ProcGone(server), child, mcptest.ProcGone(child))
 	}
-	if got := mcptest.GroupMembers(t, server); len(got) != 0 {
+	if got := mcptest.GroupMembers(t, pgid); len(got) != 0 {
 		t.Errorf("after Close the server's group still holds %v", got)
 	}
 }
@@ -274,13 +275,14 @@ func TestSubprocessCancelAndCloseMidCall(t *testing.T) {
 		errc <- err
 	}()
 	ready()
+	pgid := mcptest.Pgid(t, server)
 	serverFD := mcptest.Pidfd(t, server)
 	if err := c.Close(); err != nil {
 		t.Fatal(err)
 	}
 	mcptest.AwaitExit(t, serverFD, "the server")
 	asError(t, <-errc, CodeUnavailable)
-	if got := mcptest.GroupMembers(t, server); len(got) != 0 {
+	if got := mcptest.GroupMembers(t, pgid); len(got) != 0 {
 		t.Errorf("after Close the server's group still holds %v", got)
 	}
 }

@@ -77,3 +77,39 @@ func (t *tailBuffer) Write(p []byte) (int, error) {
 
 // Bytes returns the last (at most) max bytes, from a rune boundary when one is near.
 func (t *tailBuffer) Bytes() []byte { return lastBytes(t.buf, t.max) }
+
+// capBuffer keeps the first max bytes written to it and counts, then discards, the rest: it
+// never refuses a write, so os/exec keeps draining the pipe and the child never blocks on it,
+// and what it holds stays within max (its backing array included). It is written by one
+// goroutine (os/exec's copier) and read after the process is reaped.
+type capBuffer struct {
+	max int64
+	buf []byte
+	n   int64 // bytes written, kept or not
+}
+
+func (c *capBuffer) Write(p []byte) (int, error) {
+	c.n += int64(len(p))
+	room := c.max - int64(len(c.buf))
+	if room <= 0 {
+		return len(p), nil
+	}
+	q := p
+	if int64(len(q)) > room {
+		q = q[:room]
+	}
+	if need := len(c.buf) + len(q); need > cap(c.buf) {
+		grown := int64(max(2*cap(c.buf), need, 512))
+		nb := make([]byte, len(c.buf), min(grown, c.max))
+		copy(nb, c.buf)
+		c.buf = nb
+	}
+	c.buf = append(c.buf, q...)
+	return len(p), nil
+}
+
+// over reports whether more than max bytes were written.
+func (c *capBuffer) over() bool { return c.n > c.max }
+
+// Bytes returns what was kept: the first max bytes at most.
+func (c *capBuffer) Bytes() []byte { return c.buf }

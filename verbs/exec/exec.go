@@ -3,9 +3,9 @@
 //
 // # Process bound
 //
-// A child holds some of the engine's file descriptors (its pipes and pidfd: FDsPerProcess at most)
-// for as long as it runs, so a fan-out of a few hundred ready exec jobs would exhaust
-// RLIMIT_NOFILE and lose tasks to NIKA-EXEC-002 "too many open files": a failure the engine
+// A child holds some of the engine's file descriptors (its pipes and pidfd, and those of its
+// group's watcher: FDsPerProcess at most) for as long as it runs, so a fan-out of a few hundred
+// ready exec jobs would exhaust RLIMIT_NOFILE and lose tasks to NIKA-EXEC-002 "too many open files": a failure the engine
 // caused, not the workflow. A Verb therefore runs at most Verb.Processes() children at once. A job
 // beyond the bound waits for a slot, first come first served, before its pipes are made, and
 // gives the slot back once its process is reaped and its pipes are closed (after a cancellation,
@@ -26,10 +26,40 @@
 // embedding program, then the default. The descriptor limit is the process's, so an engine
 // process shares one Verb, and one bound, among all its runs (`nika serve` does); a nested
 // `nika run` started by an exec job is a process of its own, with its own bound.
+//
+// # Orphans
+//
+// On Linux a job's process group is a watched one (tools/procgroup): a /bin/sh watcher creates
+// the group before the job's process joins it, and kills the whole group, grandchildren
+// included, when the engine dies, whatever killed it (SIGKILL too; the OOM killer too). The
+// group id is then the watcher's pid, not the job's; cancellation signals the group as before
+// (the watcher ignores SIGTERM), and waits until no process but the watcher is left. A job that
+// ends normally releases its watcher: what it left running in the background is not killed,
+// as before. A child that leaves the group (setsid) is not followed. Where the watcher cannot
+// start (no /bin/sh or /proc) and on other systems, the job leads a group of its own: the
+// engine's SIGINT, SIGTERM and SIGHUP still end it through the cancellation, a SIGKILLed engine
+// leaves it running. Each job costs one more short-lived process (the watcher) and 2 more
+// descriptors (FDsPerProcess counts them).
+//
+// # Output bound
+//
+// A job keeps at most Verb.MaxOutputBytes (default DefaultMaxOutputBytes, 16 MiB) of each
+// stream it captures: stdout, stderr, or the combined stream; both under structured. Beyond
+// the bound the pipe is still read to its end, so the child never blocks on a full pipe, and
+// the rest is counted and dropped: the engine's memory follows the bound, not the output. A job
+// whose captured stream went over the bound fails once its process has exited, with NIKA-EXEC-001
+// (a process_error, not transient: the same command writes as much again): the output is not
+// the command's, and no truncated value is ever passed on as if it were. A non-zero exit under a
+// text capture is reported as such first. The error's details add to exit_code (the real one)
+// and stderr: stream ("stdout", "stderr" or "combined"), output_bytes (all the stream carried)
+// and max_output_bytes. The stderr tail of NIKA-EXEC-001 is 4 KiB whatever the bound. Streams
+// not captured (stderr under capture stdout beyond its tail, stdout under capture stderr) are
+// not bounded: they are not kept. Configuration follows D4's precedence, as for the process
+// bound: `--max-exec-output BYTES` of `nika run` and `nika serve`, then NIKA_MAX_EXEC_OUTPUT,
+// then Verb.MaxOutputBytes, then the default.
 package exec
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -47,6 +77,7 @@ import (
 	"golang.org/x/sync/semaphore"
 
 	"github.com/nikahq/nika/spec"
+	"github.com/nikahq/nika/tools/procgroup"
 	"github.com/nikahq/nika/verbs/internal/fields"
 	"github.com/nikahq/nika/workflow"
 )
@@ -72,6 +103,10 @@ const reapWait = 5 * time.Second
 
 // stderrTail is how much of stderr NIKA-EXEC-001 carries.
 const stderrTail = 4 << 10
+
+// DefaultMaxOutputBytes is the bound on what one job captures from one stream when
+// Verb.MaxOutputBytes is 0 (package doc, "Output bound").
+const DefaultMaxOutputBytes = 16 << 20
 
 // Capture modes.
 const (
@@ -99,6 +134,10 @@ type Verb struct {
 	// slot (honouring its ctx) before its process starts. 0 or less: DefaultMaxProcesses(), read
 	// at the first job. Set it before the first job.
 	MaxProcesses int
+	// MaxOutputBytes bounds what a job captures from each stream it keeps (stdout, stderr, or
+	// the combined stream); 0 or less means DefaultMaxOutputBytes. A job whose stream goes over
+	// it fails with NIKA-EXEC-001 (package doc, "Output bound").
+	MaxOutputBytes int64
 
 	procsOnce sync.Once
 	maxProcs  int
@@ -307,19 +346,22 @@ func (v *Verb) run(ctx context.Context, c *command, live func(workflow.LiveNote)
 	if c.stdin != nil {
 		cmd.Stdin = strings.NewReader(*c.stdin)
 	}
-	var stdout, stderr bytes.Buffer
+	bound := v.MaxOutputBytes
+	if bound <= 0 {
+		bound = DefaultMaxOutputBytes
+	}
+	stdout, stderr := &capBuffer{max: bound}, &capBuffer{max: bound}
 	tail := &tailBuffer{max: stderrTail}
 	switch c.capture {
 	case captureStdout:
-		cmd.Stdout, cmd.Stderr = &stdout, tail
+		cmd.Stdout, cmd.Stderr = stdout, tail
 	case captureStderr:
-		cmd.Stderr = &stderr // stdout goes to the null device
+		cmd.Stderr = stderr // stdout goes to the null device
 	case captureCombined:
-		cmd.Stdout, cmd.Stderr = &stdout, &stdout // the same writer: one pipe, arrival order
+		cmd.Stdout, cmd.Stderr = stdout, stdout // the same writer: one pipe, arrival order
 	case captureStructured:
-		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		cmd.Stdout, cmd.Stderr = stdout, stderr
 	}
-	setGroup(cmd)
 
 	// The slot is taken before Start creates the pipes and given back once Wait has closed them
 	// and reaped the process (and, when cancelled, the rest of its group is gone).
@@ -328,6 +370,15 @@ func (v *Verb) run(ctx context.Context, c *command, live func(workflow.LiveNote)
 		return workflow.Failed(fields.Cancelled(ctx, nil))
 	}
 	defer release()
+	// The job's group is the watcher's, so that it dies with the engine (package doc, "Orphans");
+	// without a watcher it is a group of the process's own.
+	grp, _ := procgroup.New()
+	defer grp.Release()
+	if grp != nil {
+		grp.Join(cmd)
+	} else {
+		setGroup(cmd)
+	}
 	if err := cmd.Start(); err != nil {
 		prog := args[0]
 		if c.argv == nil {
@@ -336,7 +387,7 @@ func (v *Verb) run(ctx context.Context, c *command, live func(workflow.LiveNote)
 		return workflow.Failed(spawnError(fmt.Sprintf("cannot start %q: %v", prog, unwrapPath(err)),
 			map[string]any{"program": prog}, err))
 	}
-	cancelled := v.wait(ctx, cmd)
+	cancelled := v.wait(ctx, cmd, grp)
 	if cancelled {
 		return workflow.Failed(fields.Cancelled(ctx, nil))
 	}
@@ -344,6 +395,12 @@ func (v *Verb) run(ctx context.Context, c *command, live func(workflow.LiveNote)
 	code := exitCode(cmd.ProcessState)
 	switch c.capture {
 	case captureStructured:
+		if stdout.over() {
+			return workflow.Failed(overError("stdout", stdout, code, lastBytes(stderr.Bytes(), stderrTail)))
+		}
+		if stderr.over() {
+			return workflow.Failed(overError("stderr", stderr, code, lastBytes(stderr.Bytes(), stderrTail)))
+		}
 		return workflow.Outcome{Output: map[string]any{
 			"stdout":    validUTF8(stdout.Bytes()),
 			"stderr":    validUTF8(stderr.Bytes()),
@@ -353,15 +410,24 @@ func (v *Verb) run(ctx context.Context, c *command, live func(workflow.LiveNote)
 		if code != 0 {
 			return workflow.Failed(exitError(code, tail.Bytes()))
 		}
+		if stdout.over() {
+			return workflow.Failed(overError("stdout", stdout, code, tail.Bytes()))
+		}
 		return workflow.Outcome{Output: text(stdout.Bytes())}
 	case captureStderr:
 		if code != 0 {
 			return workflow.Failed(exitError(code, lastBytes(stderr.Bytes(), stderrTail)))
 		}
+		if stderr.over() {
+			return workflow.Failed(overError("stderr", stderr, code, lastBytes(stderr.Bytes(), stderrTail)))
+		}
 		return workflow.Outcome{Output: text(stderr.Bytes())}
 	default: // combined: stderr is interleaved with stdout; its tail is the stream's
 		if code != 0 {
 			return workflow.Failed(exitError(code, lastBytes(stdout.Bytes(), stderrTail)))
+		}
+		if stdout.over() {
+			return workflow.Failed(overError("combined", stdout, code, lastBytes(stdout.Bytes(), stderrTail)))
 		}
 		return workflow.Outcome{Output: text(stdout.Bytes())}
 	}
@@ -371,12 +437,18 @@ func (v *Verb) run(ctx context.Context, c *command, live func(workflow.LiveNote)
 // then SIGKILL after the grace period; wait then also waits until no process of the group is left
 // (reaped, zombies included), so that a cancelled exec leaves nothing behind: within the grace,
 // and after a SIGKILL for at most reapWait. It reports whether ctx ended before the process was done.
-func (v *Verb) wait(ctx context.Context, cmd *osexec.Cmd) (cancelled bool) {
+func (v *Verb) wait(ctx context.Context, cmd *osexec.Cmd, grp *procgroup.Group) (cancelled bool) {
 	grace := v.KillGrace
 	if grace <= 0 {
 		grace = DefaultKillGrace
 	}
 	proc := cmd.Process
+	pgid := grp.ID()
+	alive := grp.Others // the watcher does not count: it stays until the group is empty
+	if grp == nil {
+		pgid = proc.Pid // a group of its own
+		alive = func() bool { return groupAlive(pgid) }
+	}
 	waited := make(chan struct{})
 	var wg sync.WaitGroup
 	wg.Add(1)
@@ -387,7 +459,7 @@ func (v *Verb) wait(ctx context.Context, cmd *osexec.Cmd) (cancelled bool) {
 			return
 		case <-ctx.Done():
 		}
-		signal(proc, syscall.SIGTERM)
+		signal(proc, pgid, syscall.SIGTERM)
 		timer := time.NewTimer(grace)
 		defer timer.Stop()
 		tick := time.NewTicker(10 * time.Millisecond)
@@ -400,12 +472,12 @@ func (v *Verb) wait(ctx context.Context, cmd *osexec.Cmd) (cancelled bool) {
 				leader = nil // reaped; now wait for the rest of the group
 			case <-tick.C:
 			case <-timer.C:
-				signal(proc, syscall.SIGKILL)
+				signal(proc, pgid, syscall.SIGKILL)
 				deadline = time.After(reapWait)
 			case <-deadline:
 				return // unkillable, or orphans nobody reaps: give up waiting
 			}
-			if leader == nil && !groupAlive(proc) {
+			if leader == nil && !alive() {
 				return
 			}
 		}
@@ -535,6 +607,33 @@ func exitError(code int, stderr []byte) *spec.Error {
 	return spec.NewError(CodeExit, msg, map[string]any{"exit_code": code, "stderr": tail})
 }
 
+// overError is NIKA-EXEC-001 for a stream that went over the output bound (package doc, "Output
+// bound"): the output is not the command's, so the job fails as a failed command does.
+func overError(stream string, b *capBuffer, code int, stderr []byte) *spec.Error {
+	msg := fmt.Sprintf("the command wrote %s to %s, more than the exec output bound of %s; "+
+		"have it write large output to a file and pass the file's path on, or raise the bound (--max-exec-output or NIKA_MAX_EXEC_OUTPUT)",
+		sizeText(b.n), stream, sizeText(b.max))
+	return spec.NewError(CodeExit, msg, map[string]any{
+		"exit_code": code, "stderr": text(stderr),
+		"stream": stream, "output_bytes": b.n, "max_output_bytes": b.max,
+	})
+}
+
+// sizeText says a byte count for people: "1048576 bytes (1 MiB)".
+func sizeText(n int64) string {
+	switch {
+	case n >= 1<<30 && n%(1<<30) == 0:
+		return fmt.Sprintf("%d bytes (%d GiB)", n, n>>30)
+	case n >= 1<<20 && n%(1<<20) == 0:
+		return fmt.Sprintf("%d bytes (%d MiB)", n, n>>20)
+	case n >= 1<<20:
+		return fmt.Sprintf("%d bytes (%.1f MiB)", n, float64(n)/(1<<20))
+	case n >= 1<<10 && n%(1<<10) == 0:
+		return fmt.Sprintf("%d bytes (%d KiB)", n, n>>10)
+	}
+	return fmt.Sprintf("%d bytes", n)
+}
+
 func lastLine(s string) string {
 	if i := strings.LastIndexByte(s, '\n'); i >= 0 {
 		s = s[i+1:]
@@ -546,4 +645,7 @@ func lastLine(s string) string {
 	return s
 }
 
-var _ io.Writer = (*tailBuffer)(nil)
+var (
+	_ io.Writer = (*tailBuffer)(nil)
+	_ io.Writer = (*capBuffer)(nil)
+)

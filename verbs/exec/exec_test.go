@@ -209,9 +209,9 @@ func TestCancelledBeforeStart(t *testing.T) {
 	}
 }
 
-// startGroup runs command (which must write its shell's pid, the process group id, to the file
-// $PIDFILE once its children are started) in the background and returns the pgid and the outcome
-// channel.
+// startGroup runs command (which must write the pid of one of its processes that keeps running
+// to the file $PIDFILE once its children are started) in the background and returns that
+// process's group id (the watcher's, see tools/procgroup) and the outcome channel.
 func startGroup(t *testing.T, ctx context.Context, v *Verb, command string) (int, <-chan workflow.Outcome) {
 	t.Helper()
 	dir := t.TempDir()
@@ -225,9 +225,13 @@ func startGroup(t *testing.T, ctx context.Context, v *Verb, command string) (int
 	for {
 		b, err := os.ReadFile(pidfile)
 		if err == nil && strings.HasSuffix(string(b), "\n") {
-			pgid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+			pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
 			if err != nil {
 				t.Fatalf("pid file %q", b)
+			}
+			pgid, err := syscall.Getpgid(pid)
+			if err != nil {
+				t.Fatalf("process %d: %v", pid, err)
 			}
 			return pgid, done
 		}
@@ -255,7 +259,7 @@ func TestCancelKillsProcessGroup(t *testing.T) {
 		{"SIGKILL after the grace", &Verb{KillGrace: 50 * time.Millisecond},
 			`trap '' TERM; sleep 60 & echo $$ > "$PIDFILE.tmp"; mv "$PIDFILE.tmp" "$PIDFILE"; sleep 60`},
 		// The leader exits at once; a background child holds the stdout pipe.
-		{"orphan holding the pipe", &Verb{KillGrace: time.Hour}, `sleep 60 & echo $$ > "$PIDFILE.tmp"; mv "$PIDFILE.tmp" "$PIDFILE"`},
+		{"orphan holding the pipe", &Verb{KillGrace: time.Hour}, `sleep 60 & echo $! > "$PIDFILE.tmp"; mv "$PIDFILE.tmp" "$PIDFILE"`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

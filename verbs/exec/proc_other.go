@@ -12,9 +12,9 @@ import (
 
 func setGroup(*osexec.Cmd) {}
 
-func signal(p *os.Process, _ syscall.Signal) { _ = p.Kill() }
+func signal(p *os.Process, _ int, _ syscall.Signal) { _ = p.Kill() }
 
-func groupAlive(*os.Process) bool { return false }
+func groupAlive(int) bool { return false }
 
 func exitCode(ps *os.ProcessState) int { return ps.ExitCode() }
 

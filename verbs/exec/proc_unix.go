@@ -14,14 +14,14 @@ func setGroup(cmd *osexec.Cmd) {
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 }
 
-// signal sends sig to the child's whole process group.
-func signal(p *os.Process, sig syscall.Signal) {
-	_ = syscall.Kill(-p.Pid, sig)
+// signal sends sig to the child's whole process group pgid.
+func signal(_ *os.Process, pgid int, sig syscall.Signal) {
+	_ = syscall.Kill(-pgid, sig)
 }
 
-// groupAlive reports whether any process (a zombie included) is left in the child's group.
-func groupAlive(p *os.Process) bool {
-	err := syscall.Kill(-p.Pid, 0)
+// groupAlive reports whether any process (a zombie included) is left in the process group pgid.
+func groupAlive(pgid int) bool {
+	err := syscall.Kill(-pgid, 0)
 	return err == nil || errors.Is(err, syscall.EPERM)
 }
 

@@ -12,10 +12,11 @@ import (
 // The default process bound (see the package doc, "Process bound").
 const (
 	// FDsPerProcess is the most file descriptors of the engine one child holds: while it starts,
-	// three pipes (stdin, stdout, stderr: 6 ends), the fork's status pipe (2) and its pidfd (1);
-	// once it runs, 4 (the parent's pipe ends and the pidfd). Concurrent starts overlap, so the
+	// three pipes (stdin, stdout, stderr: 6 ends), the fork's status pipe (2) and its pidfd (1),
+	// beside the 2 its group's watcher holds all along (the write end of the watcher's pipe and
+	// the watcher's pidfd, tools/procgroup); once it runs, 6. Concurrent starts overlap, so the
 	// bound counts the peak.
-	FDsPerProcess = 9
+	FDsPerProcess = 11
 	// MaxReserveFDs caps the descriptors kept back for the engine's own files: the standard
 	// streams, the trace and report, the poller, MCP servers (each a process with its pipes),
 	// provider and metrics connections, a server's clients. The reserve is a quarter of the limit,

@@ -25,14 +25,14 @@ func TestProcessBound(t *testing.T) {
 		cpus   int
 		want   int
 	}{
-		// The descriptor term: (nofile - min(nofile/4, 256)) / 9.
-		{"1024 descriptors, 2 CPUs", 1024, 2, 64},   // CPU term 64 < (1024-256)/9 = 85
-		{"1024 descriptors, 16 CPUs", 1024, 16, 85}, // (1024-256)/9
+		// The descriptor term: (nofile - min(nofile/4, 256)) / 11.
+		{"1024 descriptors, 2 CPUs", 1024, 2, 64},   // CPU term 64 < (1024-256)/11 = 69
+		{"1024 descriptors, 16 CPUs", 1024, 16, 69}, // (1024-256)/11
 		{"4096 descriptors, 2 CPUs", 4096, 2, 64},
-		{"4096 descriptors, 64 CPUs", 4096, 64, 426}, // (4096-256)/9
-		{"256 descriptors", 256, 8, 21},              // (256-64)/9
-		{"64 descriptors", 64, 8, 5},                 // (64-16)/9
-		{"16 descriptors", 16, 8, 1},                 // (16-4)/9
+		{"4096 descriptors, 64 CPUs", 4096, 64, 349}, // (4096-256)/11
+		{"256 descriptors", 256, 8, 17},              // (256-64)/11
+		{"64 descriptors", 64, 8, 4},                 // (64-16)/11
+		{"16 descriptors", 16, 8, 1},                 // (16-4)/11
 		{"fewer descriptors than one child needs", 8, 8, 1},
 		{"one descriptor", 1, 8, 1},
 		// The CPU term: 32 per CPU.

@@ -110,3 +110,14 @@ func AwaitGone(t testing.TB, pid int, what string) {
 	defer syscall.Close(int(fd))
 	AwaitExit(t, int(fd), what)
 }
+
+// Pgid returns the process group of a running process: a server's group is its watcher's
+// (tools/procgroup), not the server's own pid.
+func Pgid(t testing.TB, pid int) int {
+	t.Helper()
+	pgid, err := syscall.Getpgid(pid)
+	if err != nil {
+		t.Fatalf("getpgid(%d): %v", pid, err)
+	}
+	return pgid
+}
