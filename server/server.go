@@ -60,6 +60,9 @@ type Options struct {
 	// MaxProcesses bounds the exec children of all runs together (the
 	// descriptor limit is the process's); 0: exec.DefaultMaxProcesses().
 	MaxProcesses int
+	// MaxExecOutputBytes bounds what an exec task captures from each stream; 0:
+	// exec.DefaultMaxOutputBytes (16 MiB).
+	MaxExecOutputBytes int64
 
 	MaxRuns      int   // runs executing at once; 0: DefaultMaxRuns
 	QueueSize    int   // runs waiting beyond MaxRuns; 0: DefaultQueueSize, <0: none
@@ -177,7 +180,7 @@ func New(opts Options) (*Server, error) {
 		opts.Builtins = tools.NewBuiltins()
 	}
 	s := &Server{opts: opts, ceiling: opts.Permits, secrets: map[string]bool{}, runs: map[string]*run{}}
-	s.exec = &exec.Verb{Depth: opts.ExecDepth, Env: childEnv(opts.Env), MaxProcesses: opts.MaxProcesses}
+	s.exec = &exec.Verb{Depth: opts.ExecDepth, Env: childEnv(opts.Env), MaxProcesses: opts.MaxProcesses, MaxOutputBytes: opts.MaxExecOutputBytes}
 	if s.ceiling == nil {
 		s.ceiling = &spec.Permits{}
 	}

@@ -31,8 +31,9 @@ const usageText = `nika — a workflow engine for AI work.
 
 Usage:
   nika run FILE [--var k=v]... [--model M] [--report FILE] [--trace FILE | --no-trace] [--seed N]
-           [--max-parallel-tasks N] [--max-parallel-tools N] [--max-processes N] [--no-progress] [--quiet] [--yes]
-           [--metrics-addr ADDR [--metrics-linger DUR]] [--pushgateway URL] [--metrics-task-label]
+           [--max-parallel-tasks N] [--max-parallel-tools N] [--max-processes N] [--max-exec-output BYTES]
+           [--no-progress] [--quiet] [--yes] [--metrics-addr ADDR [--metrics-linger DUR]] [--pushgateway URL]
+           [--metrics-task-label]
                                             run a workflow; its outputs go to stdout as JSON
   nika check FILE... [--model M] [--json]   check workflows statically; run nothing
   nika graph FILE [--format mermaid|dot|json] [--model M]
@@ -44,7 +45,7 @@ Usage:
   nika serve [--addr ADDR] [--auth-token T] [--permits FILE] [--secret-env NAME]... [--workflows DIR]
              [--max-runs N] [--queue N] [--max-body BYTES] [--keep-runs N] [--shutdown-timeout DUR]
              [--trace-dir DIR] [--model M] [--max-parallel-tasks N] [--max-parallel-tools N]
-             [--max-processes N] [--metrics-task-label]
+             [--max-processes N] [--max-exec-output BYTES] [--metrics-task-label]
                                             serve an HTTP API that runs submitted workflows
   nika version                              print the version
   nika help [COMMAND]                       print this help
@@ -133,14 +134,14 @@ func parseInterspersed(fs *flag.FlagSet, args []string, stdout, stderr io.Writer
 // synopses are the usage lines of the subcommands.
 var synopses = map[string]string{
 	"run": "nika run FILE [--var k=v]... [--model M] [--report FILE] [--trace FILE | --no-trace] [--seed N] [--max-parallel-tasks N] " +
-		"[--max-parallel-tools N] [--max-processes N] [--no-progress] [--quiet] [--yes] [--metrics-addr ADDR [--metrics-linger DUR]] [--pushgateway URL] [--metrics-task-label]",
+		"[--max-parallel-tools N] [--max-processes N] [--max-exec-output BYTES] [--no-progress] [--quiet] [--yes] [--metrics-addr ADDR [--metrics-linger DUR]] [--pushgateway URL] [--metrics-task-label]",
 	"check":   "nika check FILE... [--model M] [--json]",
 	"graph":   "nika graph FILE [--format mermaid|dot|json] [--model M]",
 	"explain": "nika explain NIKA-XXX-NNN",
 	"schema":  "nika schema",
 	"mcp":     "nika mcp",
 	"serve": "nika serve [--addr ADDR] [--auth-token TOKEN] [--permits FILE] [--secret-env NAME]... [--workflows DIR] [--max-runs N] [--queue N] " +
-		"[--max-body BYTES] [--keep-runs N] [--shutdown-timeout DUR] [--trace-dir DIR] [--model M] [--max-parallel-tasks N] [--max-parallel-tools N] [--max-processes N] [--metrics-task-label]",
+		"[--max-body BYTES] [--keep-runs N] [--shutdown-timeout DUR] [--trace-dir DIR] [--model M] [--max-parallel-tasks N] [--max-parallel-tools N] [--max-processes N] [--max-exec-output BYTES] [--metrics-task-label]",
 }
 
 func newFlagSet(name string) *flag.FlagSet {

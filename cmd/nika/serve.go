@@ -65,6 +65,7 @@ func serveWith(args []string, stdout, stderr io.Writer, env serveEnv) int {
 	maxTasks := fs.Int("max-parallel-tasks", 0, "run at most `N` tasks of one run at once (0: unbounded)")
 	maxTools := fs.Int("max-parallel-tools", 0, "run at most `N` tool calls of one agent turn at once (1..1024; default 8)")
 	maxProcs := fs.Int("max-processes", 0, "run at most `N` exec processes at once, over all runs; more wait (default $NIKA_MAX_PROCESSES, else derived from the open-file limit and the CPUs)")
+	maxOutput := fs.Int64("max-exec-output", 0, "fail an exec task that writes more than `BYTES` to a captured stream (default $NIKA_MAX_EXEC_OUTPUT, else 16 MiB)")
 	taskLabel := fs.Bool("metrics-task-label", false, "label the task metrics with the task id (high-cardinality)")
 	rest, code, ok := parseInterspersed(fs, args, stdout, stderr)
 	if !ok {
@@ -86,6 +87,7 @@ func serveWith(args []string, stdout, stderr io.Writer, env serveEnv) int {
 		{"--max-parallel-tasks must be ≥ 0", *maxTasks < 0},
 		{"--max-parallel-tools must be from 1 to 1024", *maxTools != 0 && (*maxTools < 1 || *maxTools > 1024)},
 		{"--max-processes must be ≥ 0", *maxProcs < 0},
+		{"--max-exec-output must be ≥ 0", *maxOutput < 0},
 	} {
 		if c.bad {
 			fmt.Fprintf(stderr, "nika serve: %s\n", c.name)
@@ -141,6 +143,16 @@ func serveWith(args []string, stdout, stderr io.Writer, env serveEnv) int {
 			return exitEnv
 		}
 		opts.MaxProcesses = n
+	}
+	// max_exec_output: flag > NIKA_MAX_EXEC_OUTPUT > the exec verb's default (verbs/exec, D4).
+	opts.MaxExecOutputBytes = *maxOutput
+	if v, ok := env.lookup("NIKA_MAX_EXEC_OUTPUT"); ok && *maxOutput == 0 {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n < 1 {
+			fmt.Fprintf(stderr, "nika serve: NIKA_MAX_EXEC_OUTPUT must be a whole number of bytes ≥ 1, got %q\n", v)
+			return exitEnv
+		}
+		opts.MaxExecOutputBytes = n
 	}
 	depth, err := runDepth(env.lookup)
 	if err != nil {
