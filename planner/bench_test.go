@@ -7,10 +7,13 @@ import (
 	"runtime/metrics"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/nikahq/nika/event"
+	"github.com/nikahq/nika/tools"
+	"github.com/nikahq/nika/verbs/invoke"
 	"github.com/nikahq/nika/workflow"
 )
 
@@ -83,13 +86,89 @@ func BenchmarkEngine(b *testing.B) {
 				p := peakHeap(func() {
 					res := Run(context.Background(), w, Inputs{}, Options{Verbs: map[string]Verb{"exec": noop{}}, Canonical: event.NewMemory()})
 					if res.State != "success" {
-						b.Fatalf("state %s", res.State)
+						b.Fatalf("state %s: %+v", res.State, res.Tasks[0].Error)
 					}
 				})
 				peak = max(peak, p)
 			}
 			b.ReportMetric(float64(peak)/(1<<20), "peak-MB")
 			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/10000, "ns/task")
+		})
+	}
+}
+
+// jqForEach is a for_each over vars.items whose every iteration is one
+// nika:jq call through the real invoke verb and builtin.
+const jqForEach = "nika: v1\nworkflow: bench\nvars:\n  items: { type: array, description: items }\ntasks:\n" +
+	"  - id: each\n    for_each: ${{ vars.items }}\n    invoke:\n      tool: nika:jq\n      args:\n" +
+	"        expression: \". * 2\"\n        input: ${{ item }}\n"
+
+// BenchmarkForEachJQ is a wide for_each of nika:jq items (issue 12): the
+// cost per item must not grow with the width.
+func BenchmarkForEachJQ(b *testing.B) {
+	w := compile(b, jqForEach)
+	verbs := map[string]Verb{"invoke": &invoke.Verb{Builtins: tools.NewBuiltins()}}
+	for _, n := range []int{10000, 100000, 999999} {
+		b.Run(fmt.Sprintf("items=%d", n), func(b *testing.B) {
+			items := wideItems(n)
+			b.ReportAllocs()
+			var peak uint64
+			for b.Loop() {
+				runtime.GC()
+				p := peakHeap(func() {
+					res := Run(context.Background(), w, Inputs{Vars: map[string]any{"items": items}}, Options{Verbs: verbs, Canonical: event.NewMemory()})
+					if res.State != "success" {
+						b.Fatalf("state %s: %+v", res.State, res.Tasks[0].Error)
+					}
+				})
+				peak = max(peak, p)
+			}
+			b.ReportMetric(float64(peak)/(1<<20), "peak-MB")
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(n), "ns/item")
+		})
+	}
+}
+
+// cancelHalf wraps a verb: once half of the jobs returned, it cancels the
+// run and notes when.
+type cancelHalf struct {
+	Verb
+	half     int64
+	done     atomic.Int64
+	cancel   context.CancelFunc
+	cancelAt atomic.Int64 // UnixNano
+}
+
+func (c *cancelHalf) Run(ctx context.Context, job workflow.Job) workflow.Outcome {
+	out := c.Verb.Run(ctx, job)
+	if c.done.Add(1) == c.half {
+		c.cancelAt.Store(time.Now().UnixNano())
+		c.cancel()
+	}
+	return out
+}
+
+// BenchmarkForEachCancel is the time from the user's cancellation, half-way
+// through a wide for_each of nika:jq items, to Run's return (issue 12; the
+// in-process part of the SIGINT latency).
+func BenchmarkForEachCancel(b *testing.B) {
+	w := compile(b, jqForEach)
+	for _, n := range []int{10000, 100000} {
+		b.Run(fmt.Sprintf("items=%d", n), func(b *testing.B) {
+			items := wideItems(n)
+			var latency time.Duration
+			for b.Loop() {
+				runtime.GC()
+				ctx, cancel := context.WithCancel(context.Background())
+				v := &cancelHalf{Verb: &invoke.Verb{Builtins: tools.NewBuiltins()}, half: int64(n / 2), cancel: cancel}
+				res := Run(ctx, w, Inputs{Vars: map[string]any{"items": items}}, Options{Verbs: map[string]Verb{"invoke": v}, Canonical: event.NewMemory()})
+				latency += time.Duration(time.Now().UnixNano() - v.cancelAt.Load())
+				cancel()
+				if res.State != "cancelled" {
+					b.Fatalf("state %s", res.State)
+				}
+			}
+			b.ReportMetric(float64(latency.Milliseconds())/float64(b.N), "ms-after-cancel")
 		})
 	}
 }

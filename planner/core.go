@@ -110,6 +110,11 @@ type Core struct {
 	outputs    map[string]any
 	outputsErr *spec.Error
 	state      string
+
+	// visits counts the iterations the core looked at in its loops over a
+	// task's iterations: the work the tests of linear cost count
+	// (foreach_test.go), which a scan per outcome makes quadratic.
+	visits int
 }
 
 // NewCore prepares a run; nothing happens until Start.
@@ -277,6 +282,7 @@ func (c *Core) advance() {
 			var waiting []*taskRun
 			for _, tr := range c.recovering {
 				if !tr.waitingRecover() {
+					tr.recovering = false
 					continue
 				}
 				slot := tr.holdsSlot || c.cfg.MaxParallelTasks <= 0 || c.running < c.cfg.MaxParallelTasks
@@ -288,6 +294,7 @@ func (c *Core) advance() {
 					c.running++
 					tr.holdsSlot = true
 				}
+				tr.recovering = false
 				tr.resumeRecover(c)
 				progress = true
 			}
@@ -322,11 +329,10 @@ func (c *Core) slotFree(tr *taskRun) {
 
 // waitRecover registers a task whose recover waits on other tasks.
 func (c *Core) waitRecover(tr *taskRun) {
-	for _, o := range c.recovering {
-		if o == tr {
-			return
-		}
+	if tr.recovering {
+		return
 	}
+	tr.recovering = true
 	c.recovering = append(c.recovering, tr)
 	c.wakeRecover = true
 }
@@ -335,10 +341,7 @@ func (c *Core) waitRecover(tr *taskRun) {
 // canonical order: a task that settled early waits for those before it.
 func (c *Core) releaseSettled() {
 	for c.release < len(c.order) && c.order[c.release].phase == phaseSettled {
-		tr := c.order[c.release]
-		for _, e := range tr.events() {
-			c.emit(e)
-		}
+		c.order[c.release].release(c)
 		c.release++
 	}
 }

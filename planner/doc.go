@@ -37,5 +37,20 @@
 //     task waits for them. An expression beyond its step budget is
 //     NIKA-VAR-006. The gate, on_finally items and the envelope outputs
 //     stay in the core, bounded by the step budget.
+//   - A wide for_each costs O(1) per outcome, amortized (issue 12): the
+//     core keeps a count of its iterations per state instead of scanning
+//     them, a fail-fast failure looks only at the iterations between it
+//     and the previous one, and the driver cancels the jobs still running
+//     once when the run is done, not again at every report. A finished
+//     job's goroutine leaves its report in the driver's inbox and ends
+//     without waiting for the loop to take it.
+//   - A user cancellation that arrives while the driver is still starting
+//     the jobs of one step (a wide for_each starts every iteration in one)
+//     stops it there: the attempts and recovers not started yet never start
+//     (the core ends them cancelled and wants no report; they have no
+//     task_started on the live stream), and a job whose context is done
+//     before its goroutine begins reports NIKA-CANCEL-001 without
+//     evaluating its user code or calling its verb. on_finally steps start
+//     as always.
 //   - The engine benchmarks and figures are in BENCHMARKS.md.
 package planner

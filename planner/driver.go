@@ -42,11 +42,15 @@ type Options struct {
 // attempts are cancelled, and started tasks still run on_finally within
 // their bound. Run returns only once every goroutine it started is done.
 func Run(ctx context.Context, w *workflow.Workflow, in Inputs, opts Options) Result {
+	return newDriver(ctx, w, in, opts).run()
+}
+
+func newDriver(ctx context.Context, w *workflow.Workflow, in Inputs, opts Options) *driver {
 	d := &driver{
 		opts:    opts,
 		core:    NewCore(w, in, opts.Config),
 		base:    ctx,
-		results: make(chan jobResult),
+		results: newInbox(),
 		timers:  make(chan Timer),
 		stop:    make(chan struct{}),
 		running: map[JobID]context.CancelFunc{},
@@ -56,7 +60,7 @@ func Run(ctx context.Context, w *workflow.Workflow, in Inputs, opts Options) Res
 	if d.opts.Clock == nil {
 		d.opts.Clock = time.Now
 	}
-	return d.run()
+	return d
 }
 
 // jobResult is a job's report, or (prepared) the `with` its attempt
@@ -67,11 +71,65 @@ type jobResult struct {
 	prepared bool
 }
 
+// inbox holds the jobs' reports in the order they were put until the driver
+// loop takes them. A job's goroutine hands its report over and ends without
+// waiting for the loop: a wide for_each whose jobs finish faster than the
+// loop takes their reports would otherwise keep every finished goroutine,
+// and its stack, alive until then. One goroutine's reports (a prepared
+// `with`, then the outcome) keep their order.
+type inbox struct {
+	mu    sync.Mutex
+	queue []jobResult
+	head  int
+	ready chan struct{} // holds a token while reports wait
+}
+
+func newInbox() *inbox { return &inbox{ready: make(chan struct{}, 1)} }
+
+func (b *inbox) put(r jobResult) {
+	b.mu.Lock()
+	b.queue = append(b.queue, r)
+	b.mu.Unlock()
+	select {
+	case b.ready <- struct{}{}:
+	default: // a token is there already
+	}
+}
+
+// take returns the oldest report, and leaves a token in ready while more
+// wait (one report per token, so that timers, questions and the user's
+// cancellation are taken between reports).
+func (b *inbox) take() (jobResult, bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.head == len(b.queue) {
+		return jobResult{}, false
+	}
+	r := b.queue[b.head]
+	b.queue[b.head] = jobResult{}
+	b.head++
+	switch {
+	case b.head == len(b.queue):
+		b.queue, b.head = b.queue[:0], 0
+	case b.head > len(b.queue)/2 && b.head >= 1024: // drop the taken half: O(1) amortized
+		n := copy(b.queue, b.queue[b.head:])
+		clear(b.queue[n:])
+		b.queue, b.head = b.queue[:n], 0
+	}
+	if b.head < len(b.queue) {
+		select {
+		case b.ready <- struct{}{}:
+		default:
+		}
+	}
+	return r, true
+}
+
 type driver struct {
 	opts    Options
 	core    *Core
 	base    context.Context
-	results chan jobResult
+	results *inbox
 	timers  chan Timer
 	stop    chan struct{} // closed when Run returns: pending timers give up
 	running map[JobID]context.CancelFunc
@@ -80,6 +138,8 @@ type driver struct {
 	armed   []*time.Timer
 	jobs    map[JobID]liveJob // running jobs as the live stream saw them start; nil without Options.Live
 	wg      sync.WaitGroup
+	swept   bool // every running job was cancelled once the run was done
+	cancels int  // calls of a job's cancel function (foreach_test.go counts them)
 }
 
 func (d *driver) run() Result {
@@ -104,9 +164,12 @@ func (d *driver) run() Result {
 		if step.Done && len(d.running) == 0 {
 			break
 		}
-		if step.Done { // fail-fast or timed-out jobs still unwinding
-			for _, cancel := range d.running {
-				cancel()
+		if step.Done && !d.swept { // fail-fast or timed-out jobs still unwinding
+			// Once: nothing starts after the run is done, so the jobs
+			// running now are all there is to cancel.
+			d.swept = true
+			for id := range d.running {
+				d.cancel(id)
 			}
 		}
 		if userDone != nil && d.base.Err() != nil {
@@ -117,7 +180,12 @@ func (d *driver) run() Result {
 			continue
 		}
 		select {
-		case r := <-d.results:
+		case <-d.results.ready:
+			r, ok := d.results.take()
+			if !ok { // a token outlived the report it announced
+				step = Step{Done: step.Done} // nothing new to carry out
+				continue
+			}
 			if r.prepared {
 				if !step.Done {
 					step = d.core.Prepared(r.id, r.rep.With, d.opts.Clock())
@@ -126,7 +194,7 @@ func (d *driver) run() Result {
 				}
 				continue
 			}
-			d.running[r.id]()
+			d.cancel(r.id) // releases the job's context
 			delete(d.running, r.id)
 			delete(d.started, r.id)
 			d.liveFinished(r.id, r.rep.Outcome)
@@ -173,14 +241,21 @@ func (d *driver) carryOut(s Step) {
 		}
 	}
 	for _, id := range s.Cancel {
-		if cancel, ok := d.running[id]; ok {
-			cancel()
-		}
+		d.cancel(id)
 	}
 	// D5: several attempts of a verb that can batch start as one call.
 	batches := map[string][]Work{}
 	var order []string
 	for _, wk := range s.Start {
+		if wk.ID.Finally < 0 && d.base.Err() != nil {
+			// The user cancelled while this step was being carried out
+			// (starting a wide for_each's jobs takes a while): the attempts
+			// and recovers not started yet do not start. The loop tells the
+			// core before anything else (it gave it the cancellation
+			// already, or it is the next input), and the core, which ends
+			// them cancelled, wants no report of them.
+			continue
+		}
 		if _, ok := d.opts.Verbs[wk.Job.Verb].(BatchVerb); ok && wk.ID.Finally < 0 && wk.Timeout == 0 {
 			if _, seen := batches[wk.Job.Verb]; !seen {
 				order = append(order, wk.Job.Verb)
@@ -205,6 +280,14 @@ func (d *driver) carryOut(s Step) {
 			case <-d.stop:
 			}
 		}))
+	}
+}
+
+// cancel cancels a running job (none if it is not running).
+func (d *driver) cancel(id JobID) {
+	if cancel, ok := d.running[id]; ok {
+		d.cancels++
+		cancel()
 	}
 }
 
@@ -233,7 +316,7 @@ func (d *driver) start(wk Work) {
 		d.wg.Add(1)
 		go func() {
 			defer d.wg.Done()
-			d.results <- jobResult{id: wk.ID, rep: wk.Eval.runRecover(ctx)}
+			d.results.put(jobResult{id: wk.ID, rep: wk.Eval.runRecover(ctx)})
 		}()
 		return
 	}
@@ -258,6 +341,8 @@ func (d *driver) start(wk Work) {
 		switch {
 		case abandoned:
 			rep.Outcome = workflow.Failed(spec.NewError("NIKA-CANCEL-001", "on_finally was abandoned", nil))
+		case ctx.Err() != nil:
+			rep.Outcome = workflow.Failed(notStarted(ctx))
 		case wk.Eval != nil:
 			rep = wk.Eval.runAttempt(ctx, job, func(with map[string]any) { d.prepared(wk, with) },
 				func(job workflow.Job) workflow.Outcome { return runVerb(ctx, verb, job) })
@@ -271,7 +356,7 @@ func (d *driver) start(wk Work) {
 		mu.Lock()
 		rep.Emitted = emitted
 		mu.Unlock()
-		d.results <- jobResult{id: wk.ID, rep: rep}
+		d.results.put(jobResult{id: wk.ID, rep: rep})
 	}()
 }
 
@@ -280,7 +365,7 @@ func (d *driver) start(wk Work) {
 // (Eval.KeepWith); called from the job's goroutine.
 func (d *driver) prepared(wk Work, with map[string]any) {
 	if wk.Eval.KeepWith {
-		d.results <- jobResult{id: wk.ID, rep: Report{With: with}, prepared: true}
+		d.results.put(jobResult{id: wk.ID, rep: Report{With: with}, prepared: true})
 	}
 }
 
@@ -316,14 +401,14 @@ func (d *driver) startBatch(v BatchVerb, ws []Work) {
 		rep.Outcome = out
 		e := ws[i].Eval
 		if e == nil || out.Err != nil || len(e.Bindings) == 0 {
-			d.results <- jobResult{id: ws[i].ID, rep: rep}
+			d.results.put(jobResult{id: ws[i].ID, rep: rep})
 			return
 		}
 		d.wg.Add(1) // the batch goroutine holds the group until every job is delivered
 		go func() {
 			defer d.wg.Done()
 			e.bind(jctx[i], &rep)
-			d.results <- jobResult{id: ws[i].ID, rep: rep}
+			d.results.put(jobResult{id: ws[i].ID, rep: rep})
 		}()
 	}
 	jobs := make([]workflow.Job, len(ws))
@@ -368,6 +453,10 @@ func (d *driver) startBatch(v BatchVerb, ws []Work) {
 		var idx []int // the jobs whose with and fields evaluated, in job order
 		var batch []workflow.Job
 		for i, wk := range ws {
+			if jctx[i].Err() != nil {
+				deliver(i, workflow.Failed(notStarted(jctx[i])))
+				continue
+			}
 			if wk.Eval == nil {
 				idx, batch = append(idx, i), append(batch, jobs[i])
 				continue
@@ -391,6 +480,17 @@ func (d *driver) startBatch(v BatchVerb, ws []Work) {
 			deliver(i, outs[k])
 		}
 	}()
+}
+
+// notStarted is the error of a job cancelled before its goroutine began
+// (a wide for_each cancelled while most of its jobs wait for a CPU): it
+// reports at once, without evaluating its user code or calling its verb.
+func notStarted(ctx context.Context) *spec.Error {
+	msg := "cancelled before it started"
+	if cause := context.Cause(ctx); cause != nil {
+		msg += ": " + cause.Error()
+	}
+	return spec.NewError("NIKA-CANCEL-001", msg, nil)
 }
 
 // errStepTimeout is the cause of an on_finally step's context when its own timeout ends it.

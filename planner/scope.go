@@ -26,15 +26,26 @@ const (
 // §4.2). The checker already proved every reference visible; the scope
 // still carries only the records the position may read.
 func (c *Core) scope(tr *taskRun, kind scopeKind, it *iterRun) workflow.Scope {
-	s := workflow.Scope{Vars: c.in.Vars, Env: c.in.Env, Secrets: c.in.Secrets, Tasks: map[string]any{}}
+	s := workflow.Scope{Vars: c.in.Vars, Env: c.in.Env, Secrets: c.in.Secrets}
 	if (kind == scopeWith || kind == scopeBody) && !tr.templated {
 		return s // nothing of the attempt reads an expression: no records needed
 	}
 	switch kind {
 	case scopeGate, scopeWith, scopeBody:
-		for _, d := range tr.t.DependsOn {
-			s.Tasks[d] = c.byID[d].recordValue()
+		// The dependencies are terminal before the gate, and their records
+		// never change: every attempt and iteration shares one map
+		// (readers never modify it).
+		if tr.depRecords == nil {
+			tr.depRecords = make(map[string]any, len(tr.t.DependsOn))
+			for _, d := range tr.t.DependsOn {
+				tr.depRecords[d] = c.byID[d].recordValue()
+			}
 		}
+		s.Tasks = tr.depRecords
+		return c.scopeIter(s, kind, it)
+	}
+	s.Tasks = map[string]any{}
+	switch kind {
 	case scopeFinally:
 		for _, d := range tr.t.DependsOn {
 			s.Tasks[d] = c.byID[d].recordValue()
@@ -47,6 +58,12 @@ func (c *Core) scope(tr *taskRun, kind scopeKind, it *iterRun) workflow.Scope {
 			}
 		}
 	}
+	return c.scopeIter(s, kind, it)
+}
+
+// scopeIter adds what an attempt's or a recover's expressions see of its
+// iteration: the evaluated `with`, item and index.
+func (c *Core) scopeIter(s workflow.Scope, kind scopeKind, it *iterRun) workflow.Scope {
 	if it != nil && (kind == scopeBody || kind == scopeRecover || kind == scopeWith) {
 		if kind != scopeWith {
 			s.With = it.with

@@ -2,6 +2,7 @@ package planner
 
 import (
 	"fmt"
+	"sort"
 	"time"
 
 	"github.com/nikahq/nika/event"
@@ -70,6 +71,12 @@ type taskRun struct {
 	iters       []*iterRun
 	next        int // next for_each index to start
 	stopAt      int // fail-fast: iterations at or above never start; len(items) otherwise
+	// count holds how many of iters are in each state (setState keeps it),
+	// and recWait the iterations that entered iterRecoverWait, so that no
+	// decision taken on one outcome scans the iterations: a for_each of n
+	// items costs O(n) in all, not O(n²) (BENCHMARKS.md, for_each).
+	count   [iterDone + 1]int
+	recWait []*iterRun
 
 	head       []event.Event // task_started
 	tail       []event.Event // on_finally logs, then the terminal event
@@ -79,6 +86,8 @@ type taskRun struct {
 	skipReason string
 	cancelCode string
 	counted    bool           // dependents were told this task is terminal
+	recovering bool           // in Core.recovering
+	depRecords map[string]any // the dependencies' records, once gated (scope.go)
 	templated  bool           // with or the verb body holds an expression
 	rec        map[string]any // the record, once terminal
 }
@@ -167,6 +176,7 @@ func (tr *taskRun) begin(c *Core) {
 	if tr.t.ForEach == nil {
 		it := &iterRun{index: -1}
 		tr.iters = []*iterRun{it}
+		tr.count[iterIdle]++
 		tr.startIter(c, it)
 		return
 	}
@@ -182,20 +192,29 @@ func (tr *taskRun) fill(c *Core) {
 		}
 		it := &iterRun{index: tr.next, item: tr.items[tr.next]}
 		tr.iters[tr.next] = it
+		tr.count[iterIdle]++
 		tr.next++
 		tr.startIter(c, it)
 	}
 }
 
-func (tr *taskRun) inFlight() int {
-	n := 0
-	for _, it := range tr.iters {
-		if it != nil && it.state != iterDone && it.state != iterIdle {
-			n++
-		}
+// setState moves an iteration to state s, keeping tr.count.
+func (tr *taskRun) setState(it *iterRun, s iterState) {
+	tr.count[it.state]--
+	tr.count[s]++
+	it.state = s
+	if s == iterRecoverWait {
+		tr.recWait = append(tr.recWait, it)
 	}
-	return n
 }
+
+// inFlight counts the started iterations not yet done (max_parallel).
+func (tr *taskRun) inFlight() int {
+	return tr.count[iterRunning] + tr.count[iterBackoff] + tr.count[iterRecoverWait] + tr.count[iterRecovering]
+}
+
+// open counts the iterations created and not yet done.
+func (tr *taskRun) open() int { return tr.inFlight() + tr.count[iterIdle] }
 
 func (tr *taskRun) startIter(c *Core, it *iterRun) {
 	it.start = c.now
@@ -211,7 +230,8 @@ func (tr *taskRun) startIter(c *Core, it *iterRun) {
 func (tr *taskRun) startAttempt(c *Core, it *iterRun) {
 	it.attempt++
 	id := JobID{Task: tr.t.ID, Iteration: it.index, Attempt: it.attempt, Finally: -1}
-	it.job, it.state = id, iterRunning
+	it.job = id
+	tr.setState(it, iterRunning)
 	job := c.job(tr, tr.t.Verb, nil, it.attempt, it.index)
 	job.Fields = nil // set by the driver once evaluated
 	c.step.Start = append(c.step.Start, Work{ID: id, Job: job, Eval: &Eval{
@@ -295,7 +315,7 @@ func (tr *taskRun) attemptFailed(c *Core, it *iterRun, err *spec.Error) {
 		it.events = append(it.events, tr.event(event.TaskRetrying, it.index, it.attempt, map[string]any{
 			"attempt": it.attempt, "max_attempts": r.MaxAttempts, "delay_ms": delay.Milliseconds(), "code": err.Code,
 		}))
-		it.state = iterBackoff
+		tr.setState(it, iterBackoff)
 		it.timerSeq++
 		c.step.Timers = append(c.step.Timers, Timer{Task: tr.t.ID, Iteration: it.index, Kind: TimerBackoff, Seq: it.timerSeq, Delay: delay})
 		return
@@ -333,7 +353,7 @@ func (tr *taskRun) handleError(c *Core, it *iterRun, err *spec.Error) {
 	}
 	it.err = err
 	if !c.recoverReady(tr) {
-		it.state = iterRecoverWait
+		tr.setState(it, iterRecoverWait)
 		c.waitRecover(tr)
 		tr.maybeWaitRecover(c)
 		return
@@ -356,50 +376,40 @@ func codeListed(codes []string, code string) bool {
 // maybeWaitRecover frees the task's slot while nothing of it runs but
 // recovers waiting on other tasks (D2, D4).
 func (tr *taskRun) maybeWaitRecover(c *Core) {
-	waiting := false
-	for _, it := range tr.iters {
-		if it == nil {
-			continue
-		}
-		switch it.state {
-		case iterRunning, iterBackoff, iterRecovering:
-			return
-		case iterRecoverWait:
-			waiting = true
-		}
+	if tr.count[iterRunning] > 0 || tr.count[iterBackoff] > 0 || tr.count[iterRecovering] > 0 {
+		return
 	}
-	if waiting && (tr.t.ForEach == nil || tr.next >= tr.stopAt) {
+	if tr.waitingRecover() && (tr.t.ForEach == nil || tr.next >= tr.stopAt) {
 		tr.phase = phaseRecoverWait
 		c.slotFree(tr)
 	}
 }
 
-// resumeRecover runs the recovers that waited, once their tasks are terminal.
+// resumeRecover runs the recovers that waited, once their tasks are
+// terminal, in index order.
 func (tr *taskRun) resumeRecover(c *Core) {
 	tr.phase = phaseRunning
-	for _, it := range tr.iters {
-		if it != nil && it.state == iterRecoverWait {
+	waiting := tr.recWait
+	tr.recWait = nil
+	sort.Slice(waiting, func(i, j int) bool { return waiting[i].index < waiting[j].index })
+	for _, it := range waiting {
+		c.visits++
+		if it.state == iterRecoverWait { // not cancelled meanwhile
 			tr.recover(c, it)
 		}
 	}
 }
 
 // waitingRecover reports whether an iteration waits on a recover.
-func (tr *taskRun) waitingRecover() bool {
-	for _, it := range tr.iters {
-		if it != nil && it.state == iterRecoverWait {
-			return true
-		}
-	}
-	return false
-}
+func (tr *taskRun) waitingRecover() bool { return tr.count[iterRecoverWait] > 0 }
 
 // recover asks for the recover job: the driver evaluates on_error.recover,
 // whose value replaces the raw output, and runs the bindings over it
 // (§3.10, usercode.go).
 func (tr *taskRun) recover(c *Core, it *iterRun) {
 	id := JobID{Task: tr.t.ID, Iteration: it.index, Attempt: it.attempt, Finally: -1, Recover: true}
-	it.job, it.state = id, iterRecovering
+	it.job = id
+	tr.setState(it, iterRecovering)
 	c.step.Start = append(c.step.Start, Work{ID: id, Eval: &Eval{
 		Scope: c.scope(tr, scopeRecover, it), Recover: tr.t.OnError.Recover, Bindings: tr.t.Bindings,
 	}})
@@ -418,17 +428,22 @@ func (tr *taskRun) recovered(c *Core, it *iterRun, r Report) {
 // iterDone settles one attempt loop; the task's outcome is decided when
 // every started iteration is done.
 func (tr *taskRun) iterDone(c *Core, it *iterRun) {
-	it.state = iterDone
+	tr.setState(it, iterDone)
 	if tr.t.ForEach != nil && it.failed && tr.t.FailFast && it.index < tr.stopAt {
 		// D3: iterations above the lowest failure never start, and running
-		// ones are cancelled; those below still run.
+		// ones are cancelled; those below still run. Those at or above the
+		// previous stopAt were settled by the failure that set it, so each
+		// iteration is looked at once however many failures lower stopAt.
+		upTo := min(tr.stopAt, tr.next)
 		tr.stopAt = it.index + 1
-		for _, o := range tr.iters {
-			if o != nil && o.index > it.index && o.state != iterDone {
+		for i := it.index + 1; i < upTo; i++ {
+			c.visits++
+			if o := tr.iters[i]; o != nil && o.state != iterDone {
 				if o.state == iterRunning || o.state == iterRecovering {
 					c.step.Cancel = append(c.step.Cancel, o.job)
 				}
-				o.state, o.failed, o.err = iterDone, false, nil
+				tr.setState(o, iterDone)
+				o.failed, o.err = false, nil
 			}
 		}
 	}
@@ -438,11 +453,9 @@ func (tr *taskRun) iterDone(c *Core, it *iterRun) {
 			return // more iterations still to start
 		}
 	}
-	for _, o := range tr.iters {
-		if o != nil && o.state != iterDone {
-			tr.maybeWaitRecover(c)
-			return
-		}
+	if tr.open() > 0 {
+		tr.maybeWaitRecover(c)
+		return
 	}
 	tr.decide(c)
 }
@@ -461,7 +474,7 @@ func (tr *taskRun) decide(c *Core) {
 			if it.err != nil && it.err.Code == "NIKA-CANCEL-001" {
 				status = "cancelled"
 			}
-			tr.record(c, status, nil, nil, it.err)
+			tr.record(c, status, nil, nil, tr.stamp(it.err, it.attempt, it.index)) // a user cancel's is not stamped yet
 		case it.skipped:
 			tr.record(c, "skipped", nil, nil, it.err)
 		default:
@@ -480,6 +493,7 @@ func (tr *taskRun) decide(c *Core) {
 	// over a cancellation, so a user cancel never hides one (D23).
 	var first, firstCancel *iterRun
 	for _, it := range tr.iters {
+		c.visits++
 		if it == nil || it.state != iterDone {
 			continue
 		}
@@ -507,8 +521,9 @@ func (tr *taskRun) decide(c *Core) {
 		bind[n] = cols[n]
 	}
 	if first == nil && firstCancel != nil {
-		e := *firstCancel.err
-		tr.record(c, "cancelled", nil, nil, &e) // §3.13: a cancelled task has no output
+		// A user cancel's error is not stamped yet; a cancelled task has no output (§3.13).
+		e := *tr.stamp(firstCancel.err, firstCancel.attempt, firstCancel.index)
+		tr.record(c, "cancelled", nil, nil, &e)
 		return
 	}
 	if first != nil {
@@ -627,22 +642,32 @@ func (tr *taskRun) duration() time.Duration {
 	return tr.endedAt.Sub(tr.startedAt)
 }
 
-// events are the task's canonical events in release order: task_started,
-// the iterations' events in index order (under fail-fast, those above the
-// failed index are dropped, D3), on_finally's, then the terminal event.
-func (tr *taskRun) events() []event.Event {
-	out := append([]event.Event(nil), tr.head...)
+// release emits the task's canonical events in release order:
+// task_started, the iterations' events in index order (under fail-fast,
+// those above the failed index are dropped, D3), on_finally's, then the
+// terminal event. The iterations are dropped after it: the record holds
+// what remains of them, and a late report finds none (stale).
+func (tr *taskRun) release(c *Core) {
+	for _, e := range tr.head {
+		c.emit(e)
+	}
 	limit := len(tr.iters)
 	if tr.t.ForEach != nil && tr.t.FailFast && tr.stopAt < len(tr.items) {
 		limit = tr.stopAt
 	}
 	for i := 0; i < limit && i < len(tr.iters); i++ {
+		c.visits++
 		if it := tr.iters[i]; it != nil {
-			out = append(out, it.events...)
+			for _, e := range it.events {
+				c.emit(e)
+			}
 		}
 	}
-	out = append(out, tr.tail...)
-	return append(out, tr.terminalEv)
+	for _, e := range tr.tail {
+		c.emit(e)
+	}
+	c.emit(tr.terminalEv)
+	tr.iters, tr.recWait, tr.items, tr.head, tr.tail = nil, nil, nil, nil, nil
 }
 
 // timer handles a backoff or deadline timer.
@@ -660,7 +685,7 @@ func (tr *taskRun) timer(c *Core, t Timer) {
 		if it.state == iterRunning {
 			c.step.Cancel = append(c.step.Cancel, it.job)
 		}
-		it.state = iterRunning // leave backoff; the timeout ends the loop
+		tr.setState(it, iterRunning) // leave backoff; the timeout ends the loop
 		it.job = JobID{}
 		err := spec.NewError("NIKA-TIMEOUT-001", fmt.Sprintf("task %q timed out after %s", tr.t.ID, tr.t.Timeout),
 			map[string]any{"timeout": tr.t.Timeout.String(), "elapsed_ms": c.now.Sub(it.start).Milliseconds()})
@@ -675,7 +700,12 @@ func (tr *taskRun) userCancel(c *Core) {
 		tr.skipReason = "user"
 		tr.settle(c, "cancelled", nil)
 	case phaseRunning, phaseRecoverWait:
+		// One error for every iteration it ends; decide stamps the one
+		// that becomes the task's (an error per iteration made a wide
+		// for_each slow to cancel).
+		cancelled := spec.NewError("NIKA-CANCEL-001", "the run was cancelled", nil)
 		for _, it := range tr.iters {
+			c.visits++
 			if it == nil || it.state == iterDone {
 				continue
 			}
@@ -683,9 +713,9 @@ func (tr *taskRun) userCancel(c *Core) {
 				c.step.Cancel = append(c.step.Cancel, it.job)
 			}
 			it.job = JobID{}
-			it.state = iterDone
+			tr.setState(it, iterDone)
 			it.failed = true
-			it.err = tr.stamp(spec.NewError("NIKA-CANCEL-001", "the run was cancelled", nil), it.attempt, it.index)
+			it.err = cancelled
 		}
 		tr.stopAt = tr.next
 		tr.decide(c)
