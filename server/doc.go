@@ -5,7 +5,7 @@
 // The API: POST /v1/runs → 202 {"run_id"} (400 with the `nika check --json`
 // findings for an invalid workflow, 413 for a body over the limit, 429 when
 // the queue is full, 503 while shutting down); GET /v1/runs/{id} →
-// {"run_id", "state", "report"}; GET /v1/runs/{id}/events → the canonical
+// {"run_id", "state", "report", "trace_error"?}; GET /v1/runs/{id}/events → the canonical
 // stream as NDJSON, following the run live; DELETE /v1/runs/{id} cancels;
 // GET /metrics (the injected handler); GET /healthz and GET /readyz.
 //
@@ -36,9 +36,11 @@
 //     (PATH, HOME, TMPDIR, LANG, LC_ALL, TZ), never the server's provider
 //     keys.
 //   - Authentication: with AuthToken set, every endpoint but /healthz and
-//     /readyz needs `Authorization: Bearer <token>` (compared in constant
-//     time over SHA-256 digests, so not even the length leaks); /metrics is
-//     protected too, since its labels name submitted workflows. Without
+//     /readyz needs `Authorization: Bearer <token>`, the scheme matched
+//     case-insensitively (RFC 9110 §11.1: `bearer`, `BEARER`), the token
+//     compared in constant time over SHA-256 digests, so not even the
+//     length leaks; /metrics is protected too, since its labels name
+//     submitted workflows. Without
 //     AuthToken, loopback is trusted, so a browser on the same machine must
 //     not pass for a local client: every endpoint but the health checks
 //     answers only a Host that is loopback (127.0.0.1, [::1], localhost;
@@ -71,4 +73,24 @@
 //     killed, D37). MCP tools still pass permits.tools, so under the
 //     default ceiling they are NIKA-SEC-004.
 //   - nika:prompt has no terminal in a server: it answers its `default`.
+//   - Path submissions read only a regular file under Workflows: a FIFO,
+//     a directory, a socket or a device (directly or through a symlink) is
+//     400 at once, never opened for a FIFO to block the request (the type
+//     is checked before the open and again on the file, opened
+//     non-blocking). Error bodies name files as the client did, relative to
+//     the workflows directory, and never a path of the server's own (its
+//     workflows directory, a file's full name).
+//   - Shutdown and the listener: StopAdmitting (Shutdown's first step)
+//     turns /readyz and POST to 503; `nika serve` keeps its listener open
+//     while the runs drain, up to --shutdown-timeout, so clients get that
+//     503 rather than a refused connection, and closes it after.
+//   - Trace files (TraceDir, issue 12): one NDJSON file per run, created
+//     when it starts (event.File). A trace that cannot be created, or not be
+//     written in full (a full disk; at write, fsync or close), does not
+//     change the run: its state and report are the workflow's. It is never
+//     silent either: the server log says which file and why, and GET
+//     /v1/runs/{id} of the finished run carries "trace_error", that same
+//     message (absent when the trace is complete or there is none). A write
+//     that fails cuts the file back to its last whole line, so it is a valid
+//     prefix of the stream; the in-memory stream of /events is complete.
 package server

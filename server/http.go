@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"net"
 	"net/http"
 	"os"
@@ -95,10 +94,11 @@ func loopbackHost(host string) bool {
 func digest(s string) [32]byte { return sha256.Sum256([]byte(s)) }
 
 // authorized compares the bearer token in constant time; hashing first
-// makes the comparison independent of the length too.
+// makes the comparison independent of the length too. The scheme name is
+// case-insensitive (RFC 9110 §11.1): `bearer TOKEN` and `BEARER TOKEN` count.
 func (s *Server) authorized(r *http.Request) bool {
-	tok, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-	if !ok {
+	scheme, tok, ok := strings.Cut(r.Header.Get("Authorization"), " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
 		return false
 	}
 	d := digest(strings.TrimSpace(tok))
@@ -196,27 +196,42 @@ func (s *Server) handleSubmit(w http.ResponseWriter, req *http.Request) {
 }
 
 // readWorkflow reads a path submission inside the workflows root; os.Root
-// refuses `..` and symlinks that leave it.
+// refuses `..` and symlinks that leave it. Only a regular file is read:
+// opening a FIFO would wait for a writer forever, and a device could do
+// anything. So the file's type is checked before it is opened, and again
+// on the opened file, which is opened non-blocking in case a FIFO took its
+// place in between. Errors name the file as the client did (relative to
+// the workflows directory), never the server's own paths.
 func (s *Server) readWorkflow(name string) ([]byte, error) {
 	if s.opts.Workflows == "" {
 		return nil, errors.New(`"path" submissions are off: start nika serve with --workflows DIR, or send the YAML text as "workflow"`)
 	}
 	root, err := os.OpenRoot(s.opts.Workflows)
 	if err != nil {
-		return nil, fmt.Errorf("the workflows directory cannot be opened: %w", err)
+		return nil, fmt.Errorf("the workflows directory cannot be opened: %v", withoutPath(err))
 	}
 	defer root.Close()
-	f, err := root.Open(name)
+	fi, err := root.Stat(name)
 	if err != nil {
-		if errors.Is(err, fs.ErrNotExist) {
-			return nil, fmt.Errorf("no workflow %q under the workflows directory", name)
-		}
-		return nil, fmt.Errorf("workflow %q cannot be read from the workflows directory (paths must stay inside it): %v", name, errors.Unwrap(err))
+		return nil, workflowOpenError(name, err)
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, notRegular(name, fi.Mode())
+	}
+	f, err := root.OpenFile(name, openReadNonblock, 0)
+	if err != nil {
+		return nil, workflowOpenError(name, err)
 	}
 	defer f.Close()
+	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
+		if err != nil {
+			return nil, fmt.Errorf("reading workflow %q: %v", name, withoutPath(err))
+		}
+		return nil, notRegular(name, fi.Mode())
+	}
 	b, err := io.ReadAll(io.LimitReader(f, s.opts.MaxBodyBytes+1))
 	if err != nil {
-		return nil, fmt.Errorf("reading workflow %q: %w", name, err)
+		return nil, fmt.Errorf("reading workflow %q: %v", name, withoutPath(err))
 	}
 	if int64(len(b)) > s.opts.MaxBodyBytes {
 		return nil, fmt.Errorf("workflow %q is over %d bytes", name, s.opts.MaxBodyBytes)
@@ -242,11 +257,14 @@ func (s *Server) handleGet(w http.ResponseWriter, req *http.Request) {
 		return
 	}
 	s.mu.Lock()
-	state, report := r.state, r.report
+	state, report, traceErr := r.state, r.report, r.traceErr
 	s.mu.Unlock()
 	out := map[string]any{"run_id": r.id, "state": state, "report": nil} // null until the run ends
 	if report != nil {
 		out["report"] = json.RawMessage(report)
+	}
+	if traceErr != "" {
+		out["trace_error"] = traceErr
 	}
 	writeJSON(w, http.StatusOK, out)
 }

@@ -5,8 +5,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
@@ -43,7 +43,10 @@ type run struct {
 
 	state  string
 	report []byte // canonical JSON of the D22 report, once finished
-	size   int64  // bytes of events and report, once finished
+	// traceErr says why the run's --trace-dir file is missing or incomplete, once finished;
+	// "" when it is complete or there is none.
+	traceErr string
+	size     int64 // bytes of events and report, once finished
 
 	log eventLog
 
@@ -155,21 +158,36 @@ func (s *Server) startLocked(r *run) {
 	go s.execute(r)
 }
 
+// relativeToTraceDir names files under --trace-dir relative to it in a message a client sees
+// (GET /v1/runs/{id}): the server log keeps the absolute path, an API body never shows one.
+func (s *Server) relativeToTraceDir(msg string) string {
+	if msg == "" || s.opts.TraceDir == "" {
+		return msg
+	}
+	dir := filepath.Clean(s.opts.TraceDir)
+	if abs, err := filepath.Abs(dir); err == nil {
+		msg = strings.ReplaceAll(msg, abs+string(filepath.Separator), "")
+	}
+	return strings.ReplaceAll(msg, dir+string(filepath.Separator), "")
+}
+
 // execute runs r to the end, records its report, and starts the next
 // queued run.
 func (s *Server) execute(r *run) {
 	defer s.wg.Done()
 	s.logf("run %s (workflow %s) started", r.id, r.w.Name)
 	sinks := event.Fanout{event.NewNDJSON(&r.log).WithMasker(event.Masker(r.mask))}
-	var trace *os.File
+	var trace *event.File
+	var traceErr string
 	if s.opts.TraceDir != "" {
 		name := s.opts.Clock().UTC().Format("20060102T150405Z") + "-" + r.id + ".ndjson"
-		f, err := os.Create(filepath.Join(s.opts.TraceDir, name))
+		f, err := event.CreateFile(filepath.Join(s.opts.TraceDir, name))
 		if err != nil {
-			s.logf("run %s: no trace file: %v", r.id, err)
+			traceErr = "no trace file: " + err.Error()
+			s.logf("run %s: error: %s", r.id, traceErr)
 		} else {
 			trace = f
-			sinks = append(sinks, event.NewNDJSON(f).WithMasker(event.Masker(r.mask)))
+			sinks = append(sinks, f.WithMasker(event.Masker(r.mask)))
 		}
 	}
 	verbs, release := s.runVerbs()
@@ -184,13 +202,14 @@ func (s *Server) execute(r *run) {
 	release()
 	if trace != nil {
 		if err := trace.Close(); err != nil {
-			s.logf("run %s: closing the trace: %v", r.id, err)
+			traceErr = err.Error()
+			s.logf("run %s: error: %s", r.id, traceErr)
 		}
 	}
 	report := s.encodeReport(r, res)
 	r.cancel()
 	s.mu.Lock()
-	r.state, r.report = res.State, report
+	r.state, r.report, r.traceErr = res.State, report, s.relativeToTraceDir(traceErr)
 	s.running--
 	s.retireLocked(r)
 	for len(s.queue) > 0 && s.running < s.opts.MaxRuns {
@@ -240,7 +259,7 @@ func (s *Server) retireLocked(r *run) {
 
 // encodeReport is the masked canonical JSON of the D22 report.
 func (s *Server) encodeReport(r *run, res planner.Result) []byte {
-	rep := event.MaskValue(res.Report(r.id, r.w.Name, 0), event.Masker(r.mask))
+	rep := event.MaskReport(res.Report(r.id, r.w.Name, 0), event.Masker(r.mask))
 	b, err := canon.Marshal(rep)
 	if err != nil { // NaN or ±Inf in an output: JSON cannot carry it
 		s.logf("run %s: the report holds a value JSON cannot carry (%v); writing it as null", r.id, err)

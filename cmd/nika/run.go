@@ -1,5 +1,31 @@
 package main
 
+// `nika run`. Decisions where the documents are silent (issue 12):
+//   - Nothing the run writes is lost silently. When the trace, the report or
+//     the outputs on stdout cannot be written — at write, fsync or close — the
+//     run exits 3 (an environment error) and stderr says which file and why.
+//     The outputs are still printed when only the trace or the report failed
+//     (LANGUAGE.md §10 keeps stdout empty on other exit codes; here the outputs
+//     are the run's own and still worth having). Exit 3 wins over exit 1 (the
+//     report saying why the workflow failed may be the file that is missing);
+//     an interrupted run still exits 130 (D23) and prints the write failures
+//     on stderr.
+//   - A trace whose write fails (a full disk) is cut back to its last whole
+//     line (event.File): it stays valid NDJSON, a prefix of the stream, and
+//     stderr says how many events it holds.
+//   - The report is written atomically. Before the run, a temporary file
+//     ".<name>.tmp-<random>" is created beside the report's path (symbolic
+//     links followed), so a missing directory or a permission error is still
+//     exit 3 before anything runs (D22); when the run ends it is written,
+//     fsynced, closed and renamed onto the path. The previous report at that
+//     path stays as it was until then, and stays as it was if the write fails
+//     (the temporary file is removed). A run killed with SIGKILL cannot clean
+//     up: it leaves the previous report intact and its ".<name>.tmp-…" file
+//     beside it, which nothing else removes (another run may be using one);
+//     any other end, an interrupt included, leaves no temporary file. A path
+//     that exists and is not a regular file (/dev/stdout, a pipe) is opened
+//     and written directly, as before.
+
 import (
 	"context"
 	"errors"
@@ -7,6 +33,7 @@ import (
 	"fmt"
 	"io"
 	iofs "io/fs"
+	"math/rand/v2"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -81,6 +108,7 @@ func runWith(args []string, stdout, stderr io.Writer, env runEnv) int {
 	maxTasks := fs.Int("max-parallel-tasks", 0, "run at most `N` tasks at once (0: unbounded)")
 	maxTools := fs.Int("max-parallel-tools", 0, "run at most `N` tool calls of one agent turn at once (1..1024; default 8)")
 	maxProcs := fs.Int("max-processes", 0, "run at most `N` exec processes at once; more wait (default $NIKA_MAX_PROCESSES, else derived from the open-file limit and the CPUs)")
+	maxOutput := fs.Int64("max-exec-output", 0, "fail an exec task that writes more than `BYTES` to a captured stream (default $NIKA_MAX_EXEC_OUTPUT, else 16 MiB)")
 	noProgress := fs.Bool("no-progress", false, "print a plain line log instead of the live view")
 	quiet := fs.Bool("quiet", false, "print nothing on stderr but errors")
 	yes := fs.Bool("yes", false, "confirm every nika:prompt")
@@ -105,6 +133,10 @@ func runWith(args []string, stdout, stderr io.Writer, env runEnv) int {
 		fmt.Fprintf(stderr, "nika run: --max-processes must be ≥ 0, got %d\n", *maxProcs)
 		return exitUsage
 	}
+	if *maxOutput < 0 {
+		fmt.Fprintf(stderr, "nika run: --max-exec-output must be ≥ 0, got %d\n", *maxOutput)
+		return exitUsage
+	}
 	if code, ok := checkModelFlag("run", *model, stderr); !ok {
 		return code
 	}
@@ -127,6 +159,16 @@ func runWith(args []string, stdout, stderr io.Writer, env runEnv) int {
 			return exitEnv
 		}
 		processes = n
+	}
+	// max_exec_output: flag > NIKA_MAX_EXEC_OUTPUT > the exec verb's default (verbs/exec, D4).
+	outputBound := *maxOutput
+	if v, ok := env.lookup("NIKA_MAX_EXEC_OUTPUT"); ok && *maxOutput == 0 {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n < 1 {
+			fmt.Fprintf(stderr, "nika run: NIKA_MAX_EXEC_OUTPUT must be a whole number of bytes ≥ 1, got %q\n", v)
+			return exitEnv
+		}
+		outputBound = n
 	}
 	depth, err := runDepth(env.lookup)
 	if err != nil {
@@ -182,17 +224,18 @@ func runWith(args []string, stdout, stderr io.Writer, env runEnv) int {
 	runID := "r-" + uuid.Must(uuid.NewV7()).String()
 	start := env.now()
 
-	// The report and trace files are opened before anything runs (D22).
-	var report *os.File
+	// The report and trace files are opened before anything runs (D22): the report as a temporary
+	// file beside its path, moved into place when the run ends (see the decisions above).
+	var report *reportFile
 	if *reportPath != "" {
-		if report, err = os.Create(*reportPath); err != nil {
-			fmt.Fprintf(stderr, "nika run: cannot write the report: %v\n", err)
+		if report, err = openReport(*reportPath); err != nil {
+			fmt.Fprintf(stderr, "nika run: cannot write the report %s: %v\n", *reportPath, err)
 			return exitEnv
 		}
-		defer report.Close()
+		defer report.discard() // a no-op once it is in place
 	}
 	var sinks event.Fanout
-	var trace *os.File
+	var trace *event.File
 	if !*noTrace {
 		path := *tracePath
 		if path == "" {
@@ -202,12 +245,16 @@ func runWith(args []string, stdout, stderr io.Writer, env runEnv) int {
 				return exitEnv
 			}
 		}
-		if trace, err = os.Create(path); err != nil {
+		if trace, err = event.CreateFile(path); err != nil {
 			fmt.Fprintf(stderr, "nika run: cannot write the trace: %v\n", err)
 			return exitEnv
 		}
-		defer trace.Close()
-		sinks = append(sinks, event.NewNDJSON(trace).WithMasker(event.Masker(mask)))
+		defer func() {
+			if trace != nil { // an early return: the error no longer matters
+				trace.Close()
+			}
+		}()
+		sinks = append(sinks, trace.WithMasker(event.Masker(mask)))
 	}
 	var live event.LiveSink
 	var view *progress
@@ -215,7 +262,7 @@ func runWith(args []string, stdout, stderr io.Writer, env runEnv) int {
 		ls := &logSink{mask: mask, println: func(s string) { fmt.Fprintln(stderr, s) }}
 		if !*noProgress && isTerminal(stderr) {
 			view = newProgress(stderr, env.now)
-			ls.println, ls.settled, live = view.Println, view.Settled, view
+			ls.println, ls.settled, live = view.Println, view.Settled, maskedLive{view, mask}
 		}
 		sinks = append(sinks, ls)
 	}
@@ -248,7 +295,7 @@ func runWith(args []string, stdout, stderr io.Writer, env runEnv) int {
 		mcpTools = nikamcp.Unusable(mcpPath, err) // mcp: calls say what is wrong with the file
 	}
 	verbs := map[string]planner.Verb{
-		"exec":   &exec.Verb{Depth: depth, MaxProcesses: processes},
+		"exec":   &exec.Verb{Depth: depth, MaxProcesses: processes, MaxOutputBytes: outputBound},
 		"infer":  &infer.Verb{Providers: providers, Media: builtins},
 		"invoke": &invoke.Verb{Builtins: builtins, Tools: mcpTools},
 		"agent":  &agent.Verb{Providers: providers, Builtins: builtins, Tools: mcpTools, Config: agent.Config{MaxParallelTools: parallelTools}},
@@ -298,19 +345,30 @@ func runWith(args []string, stdout, stderr io.Writer, env runEnv) int {
 		view.Close()
 	}
 
-	// 4. Report, outputs, exit code.
+	// 4. Trace, report, outputs, exit code. A file that could not be written is exit 3, after
+	// the outputs are printed; an interrupted run still exits 130.
+	lost := false // the trace, the report or the outputs could not be written
+	if trace != nil {
+		err := trace.Close()
+		trace = nil
+		if err != nil {
+			fmt.Fprintf(stderr, "nika run: error: %v\n", err)
+			lost = true
+		}
+	}
 	if report != nil {
-		rep := event.MaskValue(res.Report(runID, w.Name, *seed), event.Masker(mask))
+		rep := event.MaskReport(res.Report(runID, w.Name, *seed), event.Masker(mask))
 		b, err := canon.Marshal(rep)
 		if err != nil { // a task output holds NaN or ±Inf: written as null
 			fmt.Fprintf(stderr, "nika run: the report holds a value JSON cannot carry (%v); writing it as null\n", err)
 			b, err = canon.Marshal(canon.Finite(rep))
 		}
 		if err == nil {
-			_, err = report.Write(append(b, '\n'))
+			err = report.commit(append(b, '\n'))
 		}
 		if err != nil {
-			fmt.Fprintf(stderr, "nika run: writing the report: %v\n", err)
+			fmt.Fprintf(stderr, "nika run: error: cannot write the report %s: %v\n", report.path, err)
+			lost = true
 		}
 	}
 	if interrupted.Load() || res.State == "cancelled" {
@@ -321,7 +379,10 @@ func runWith(args []string, stdout, stderr io.Writer, env runEnv) int {
 		fmt.Fprintf(stderr, "nika run: encoding the outputs: %v\n", err)
 		return exitFailure
 	}
-	stdout.Write(append(out, '\n'))
+	if _, err := stdout.Write(append(out, '\n')); err != nil {
+		fmt.Fprintf(stderr, "nika run: error: cannot write the outputs to stdout: %v\n", err)
+		lost = true
+	}
 	if res.State != "success" {
 		if res.Error != nil { // an error is printed even with --quiet (D20)
 			fmt.Fprintf(stderr, "nika run: error[%s] %s\n", res.Error.Code, mask(res.Error.Message))
@@ -333,7 +394,13 @@ func runWith(args []string, stdout, stderr io.Writer, env runEnv) int {
 				}
 			}
 		}
+		if lost {
+			return exitEnv
+		}
 		return exitFailure
+	}
+	if lost {
+		return exitEnv
 	}
 	return exitOK
 }
@@ -392,4 +459,137 @@ func (s *logSink) Emit(e event.Event) {
 	s.println(s.mask(line))
 }
 
+// maskedLive masks the free text of the live stream before the terminal view prints it (D24): a
+// tool's progress message can repeat a secret the tool was given.
+type maskedLive struct {
+	next event.LiveSink
+	mask func(string) string
+}
+
+func (m maskedLive) Observe(l event.Live) {
+	l.Message = m.mask(l.Message)
+	m.next.Observe(l)
+}
+
 var _ flag.Value = varFlags{}
+
+// reportFile is the --report file of a run. A regular file (or a path that does not exist yet) is
+// written atomically: openReport creates a temporary file beside it before the run, so a path
+// that cannot be written is exit 3 before anything runs (D22), and commit moves it into place when
+// the run ends. Until then the previous report at that path is untouched. A path that is not a
+// regular file (a device, a pipe) is opened and written directly.
+type reportFile struct {
+	path   string   // as given
+	target string   // where the report lands: path with its symbolic links followed
+	f      *os.File // the temporary file, or the target itself when direct
+	direct bool
+	done   bool // committed or discarded
+}
+
+// reportTempPrefix starts the name of a report's temporary file: ".<name>.tmp-<random>" beside it.
+func reportTempPrefix(target string) string {
+	return "." + filepath.Base(target) + ".tmp-"
+}
+
+func openReport(path string) (*reportFile, error) {
+	target, err := followLinks(path)
+	if err != nil {
+		return nil, err
+	}
+	r := &reportFile{path: path, target: target}
+	fi, err := os.Stat(target)
+	switch {
+	case err == nil && fi.IsDir():
+		return nil, &iofs.PathError{Op: "open", Path: path, Err: syscall.EISDIR}
+	case err == nil && !fi.Mode().IsRegular():
+		r.direct = true
+		if r.f, err = os.OpenFile(target, os.O_WRONLY|os.O_TRUNC, 0); err != nil {
+			return nil, err
+		}
+		return r, nil
+	case err != nil && !errors.Is(err, iofs.ErrNotExist):
+		return nil, err
+	}
+	// O_EXCL with mode 0666, so the umask applies as it would to the report itself (os.CreateTemp
+	// makes 0600); an existing report's mode is kept.
+	dir, prefix := filepath.Dir(target), reportTempPrefix(target)
+	for range 100 {
+		name := filepath.Join(dir, prefix+strconv.FormatUint(rand.Uint64()&(1<<40-1), 36))
+		r.f, err = os.OpenFile(name, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o666)
+		if errors.Is(err, iofs.ErrExist) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		if fi != nil {
+			if err := r.f.Chmod(fi.Mode().Perm()); err != nil {
+				r.discard()
+				return nil, err
+			}
+		}
+		return r, nil
+	}
+	return nil, fmt.Errorf("cannot create a temporary file in %s: %w", dir, err)
+}
+
+// followLinks resolves the symbolic links of path's last element, so that a report written
+// through a link replaces the file it points to, as writing through it did, not the link.
+func followLinks(path string) (string, error) {
+	for range 40 {
+		fi, err := os.Lstat(path)
+		if err != nil || fi.Mode()&iofs.ModeSymlink == 0 {
+			return path, nil // a missing path is created; other errors show when it is opened
+		}
+		link, err := os.Readlink(path)
+		if err != nil {
+			return "", err
+		}
+		if !filepath.IsAbs(link) {
+			link = filepath.Join(filepath.Dir(path), link)
+		}
+		path = link
+	}
+	return "", &iofs.PathError{Op: "open", Path: path, Err: syscall.ELOOP}
+}
+
+// commit writes b and puts the report in place: write, fsync, close, rename. On any error the
+// temporary file is removed and the previous report, if any, stays as it was.
+func (r *reportFile) commit(b []byte) error {
+	r.done = true
+	if r.direct {
+		_, err := r.f.Write(b)
+		if cerr := r.f.Close(); err == nil {
+			err = cerr
+		}
+		return err
+	}
+	tmp := r.f.Name()
+	_, err := r.f.Write(b)
+	if err == nil {
+		err = r.f.Sync()
+	}
+	if cerr := r.f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp, r.target)
+	}
+	if err != nil {
+		os.Remove(tmp)
+	}
+	return err
+}
+
+// discard closes and removes the temporary file of a report that is not committed (an early
+// return); it does nothing after commit.
+func (r *reportFile) discard() {
+	if r.done {
+		return
+	}
+	r.done = true
+	r.f.Close()
+	if !r.direct {
+		os.Remove(r.f.Name())
+	}
+}
