@@ -23,7 +23,7 @@ const (
 	maxYAMLBytes = 64 << 20
 )
 
-var errYAMLTooLarge = fmt.Errorf("the value expands to more than %d nodes or %d MiB (alias expansion)", maxYAMLNodes, maxYAMLBytes>>20)
+var errYAMLTooLarge = fmt.Errorf("the YAML value is larger than the limit of %d nodes or %d MiB (counted with any aliases expanded)", maxYAMLNodes, maxYAMLBytes>>20)
 
 func parseYAML(text string) (any, error) {
 	f, findings := spec.Parse("data", []byte(text))

@@ -495,7 +495,7 @@ func details(t *spec.Template, part *spec.TemplatePart) map[string]any {
 
 func errLiteralTooLarge() *spec.Error {
 	return spec.NewError(spec.CodeVarRuntime,
-		"the value expands to more than 10,000 nodes or 1 MiB (alias expansion)", nil)
+		"the literal value is larger than the limit of 10,000 nodes or 1 MiB (counted with any aliases expanded); make it smaller, or build it in a task", nil)
 }
 
 func errValueTooLarge(t *spec.Template, part *spec.TemplatePart) *spec.Error {
