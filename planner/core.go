@@ -338,10 +338,17 @@ func (c *Core) waitRecover(tr *taskRun) {
 }
 
 // releaseSettled moves the buffered events of settled tasks to the step, in
-// canonical order: a task that settled early waits for those before it.
+// canonical order: a task that settled early waits for those before it. Of
+// the task at the front, still running, what is final already goes too
+// (taskRun.stream).
 func (c *Core) releaseSettled() {
-	for c.release < len(c.order) && c.order[c.release].phase == phaseSettled {
-		c.order[c.release].release(c)
+	for c.release < len(c.order) {
+		tr := c.order[c.release]
+		if tr.phase != phaseSettled {
+			tr.stream(c)
+			return
+		}
+		tr.release(c)
 		c.release++
 	}
 }

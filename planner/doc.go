@@ -44,6 +44,13 @@
 //     once when the run is done, not again at every report. A finished
 //     job's goroutine leaves its report in the driver's inbox and ends
 //     without waiting for the loop to take it.
+//   - The task at the front of the release order releases what of its
+//     events is final while it still runs: task_started when it starts,
+//     then each for_each iteration's events once it and every iteration
+//     below it are done (under fail-fast, up to the lowest failure; those
+//     above it are dropped, D3). The stream is the same as if the task's
+//     events had waited for it to settle, only sooner; a cancelled wide
+//     for_each has only the rest to write.
 //   - A user cancellation that arrives while the driver is still starting
 //     the jobs of one step (a wide for_each starts every iteration in one)
 //     stops it there: the attempts and recovers not started yet never start

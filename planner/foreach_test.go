@@ -3,6 +3,7 @@ package planner
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -462,5 +463,82 @@ func TestCancelWhileStartingAWideStep(t *testing.T) {
 	}
 	if v.seen[10] {
 		t.Error("the verb ran for iteration 10, whose job was cancelled before its goroutine began")
+	}
+}
+
+// TestForEachStreamsFinalEvents: the events of a running for_each at the
+// front of the release order reach the stream as soon as they are final,
+// in index order (a prefix of the iterations all done; under fail-fast, up
+// to the lowest failure), and the whole stream is what it was when a task's
+// events were released only once it settled.
+func TestForEachStreamsFinalEvents(t *testing.T) {
+	for _, failFast := range []bool{false, true} {
+		t.Run(fmt.Sprintf("fail_fast=%v", failFast), func(t *testing.T) {
+			w := compile(t, wideHeader+fmt.Sprintf(`tasks:
+  - id: each
+    for_each: ${{ vars.items }}
+    fail_fast: %v
+    exec: { command: ["x"] }
+`, failFast))
+			c := NewCore(w, Inputs{Vars: map[string]any{"items": wideItems(8)}}, Config{RunID: "r"})
+			now := time.Unix(0, 0)
+			var all []string
+			names := func(s Step) string {
+				var got []string
+				for _, e := range s.Events {
+					n := e.Kind
+					if e.Iteration >= 0 {
+						n += fmt.Sprint(e.Iteration)
+					}
+					got = append(got, n)
+				}
+				all = append(all, got...)
+				return strings.Join(got, " ")
+			}
+			start := c.Start(now)
+			if got := names(start); got != "workflow_started task_started" {
+				t.Fatalf("the start released %q, want the task's task_started as it starts", got)
+			}
+			works := map[int]Work{}
+			for _, wk := range start.Start {
+				works[wk.ID.Iteration] = wk
+			}
+			finish := func(i int, fail bool) string {
+				r := echo(works[i])
+				if fail {
+					r = failing(works[i])
+				}
+				return names(c.Finished(works[i].ID, r, now))
+			}
+			steps := []struct {
+				i    int
+				fail bool
+				want string
+			}{
+				{1, false, ""}, // iteration 0 still runs
+				{0, false, "log0 log1"},
+				{4, true, ""},
+				{2, false, "log2"},
+				{3, false, "log3 log4"}, // 4's failure is final: nothing below it can fail now
+				{6, false, ""},
+			}
+			if failFast { // 4's failure cancelled 5-7: the task is decided once 3 is done
+				steps[4].want += " task_failed workflow_failed"
+			}
+			for _, s := range steps {
+				if got := finish(s.i, s.fail); got != s.want {
+					t.Fatalf("iteration %d finished: released %q, want %q", s.i, got, s.want)
+				}
+			}
+			finish(5, false)
+			finish(7, false)
+			want := "workflow_started task_started log0 log1 log2 log3 log4 log5 log6 log7 task_failed workflow_failed"
+			if failFast { // D3: the events above the lowest failure are dropped
+				want = "workflow_started task_started log0 log1 log2 log3 log4 task_failed workflow_failed"
+			}
+			if got := strings.Join(all, " "); got != want {
+				t.Errorf("stream %q, want %q", got, want)
+			}
+		})
 	}
 }

@@ -77,6 +77,7 @@ type taskRun struct {
 	// items costs O(n) in all, not O(n²) (BENCHMARKS.md, for_each).
 	count   [iterDone + 1]int
 	recWait []*iterRun
+	relIter int // the iterations below have had their events released (stream)
 
 	head       []event.Event // task_started
 	tail       []event.Event // on_finally logs, then the terminal event
@@ -642,11 +643,40 @@ func (tr *taskRun) duration() time.Duration {
 	return tr.endedAt.Sub(tr.startedAt)
 }
 
-// release emits the task's canonical events in release order:
-// task_started, the iterations' events in index order (under fail-fast,
-// those above the failed index are dropped, D3), on_finally's, then the
-// terminal event. The iterations are dropped after it: the record holds
-// what remains of them, and a late report finds none (stale).
+// stream emits what of a running for_each task's canonical events is final
+// while the task is at the front of the release order: task_started, then
+// the events of its iterations in index order up to the first one not done
+// (under fail-fast, up to its lowest failure, D3: every iteration below is
+// done and did not fail, so nothing can drop them). A wide for_each's
+// events so reach the stream as its iterations end, not all at once when it
+// settles (a cancellation then writes only the rest), and are not kept.
+func (tr *taskRun) stream(c *Core) {
+	if tr.t.ForEach == nil || !tr.started {
+		return
+	}
+	for _, e := range tr.head {
+		c.emit(e)
+	}
+	tr.head = nil
+	for tr.relIter < len(tr.iters) && !(tr.t.FailFast && tr.relIter >= tr.stopAt) {
+		it := tr.iters[tr.relIter]
+		if it == nil || it.state != iterDone {
+			return
+		}
+		c.visits++
+		for _, e := range it.events {
+			c.emit(e)
+		}
+		it.events = nil
+		tr.relIter++
+	}
+}
+
+// release emits the rest of a settled task's canonical events, in release
+// order: task_started, the iterations' events in index order (under
+// fail-fast, those above the failed index are dropped, D3), on_finally's,
+// then the terminal event. The iterations are dropped after it: the record
+// holds what remains of them, and a late report finds none (stale).
 func (tr *taskRun) release(c *Core) {
 	for _, e := range tr.head {
 		c.emit(e)
@@ -655,7 +685,7 @@ func (tr *taskRun) release(c *Core) {
 	if tr.t.ForEach != nil && tr.t.FailFast && tr.stopAt < len(tr.items) {
 		limit = tr.stopAt
 	}
-	for i := 0; i < limit && i < len(tr.iters); i++ {
+	for i := tr.relIter; i < limit && i < len(tr.iters); i++ {
 		c.visits++
 		if it := tr.iters[i]; it != nil {
 			for _, e := range it.events {
