@@ -64,6 +64,19 @@ func MaskReport(rep map[string]any, m Masker) map[string]any {
 	return out
 }
 
+// MaskRecords returns a masked copy of the task records nika:inspect's records view answers (LANGUAGE.md
+// §7.2: task id to its §3.13 record): every string value is masked; the task ids, the record's keys
+// (status, output, error, started_at, …) and its binding names are kept, and the keys of the user data
+// in it (the output, the bindings' values, the error's partial_output) are masked as MaskValue does. recs
+// is not modified; a nil m returns recs itself.
+func MaskRecords(recs map[string]any, m Masker) map[string]any {
+	if m == nil || recs == nil {
+		return recs
+	}
+	out, _ := maskValue(recs, m, recordsPart, 0).(map[string]any)
+	return out
+}
+
 // maskFields masks an event's payload (its keys are the engine's; see Masker for the user data in it);
 // nil in, nil out.
 func maskFields(f map[string]any, m Masker) map[string]any {
@@ -107,6 +120,10 @@ var (
 		"usage":   usagePart,
 		"error":   errorPart,
 	}}
+
+	// recordsPart is "<task id>": its record; a record's keys are the engine's and the binding names (the
+	// workflow's identifiers), and everything under them but the error is user data.
+	recordsPart = &part{other: &part{fields: map[string]*part{"error": errorPart}, other: userData}}
 
 	fieldsPart = &part{fields: map[string]*part{"vars": userData, "payload": userData, "data": userData}}
 )

@@ -266,3 +266,26 @@ func TestSinkMaskKeepsFieldKeys(t *testing.T) {
 		t.Errorf("Memory.Lines:\n%s", joined.String())
 	}
 }
+
+// nika:inspect's records keep the task ids, the record keys and the binding names; the output, the
+// bindings' values and an error's partial_output are user data.
+func TestMaskRecordsKeepsRecordKeys(t *testing.T) {
+	recs := map[string]any{"task": map[string]any{
+		"status": "failure", "started_at": "stat", "output": map[string]any{"stat": 1},
+		"stats": map[string]any{"task": "x"},
+		"error": map[string]any{"code": "NIKA-EXEC-001", "message": "stat", "details": map[string]any{
+			"stat": 1, "partial_output": map[string]any{"task": "y"}}},
+	}}
+	want := map[string]any{"task": map[string]any{
+		"status": "failure", "started_at": "••••••", "output": map[string]any{"••••••": 1},
+		"stats": map[string]any{"••••••": "x"},
+		"error": map[string]any{"code": "NIKA-EXEC-001", "message": "••••••", "details": map[string]any{
+			"stat": 1, "partial_output": map[string]any{"••••••": "y"}}},
+	}}
+	if got := MaskRecords(recs, short); !reflect.DeepEqual(got, want) {
+		t.Fatalf("got  %#v\nwant %#v", got, want)
+	}
+	if MaskRecords(nil, short) != nil || MaskRecords(recs, nil)["task"] == nil {
+		t.Error("nil masker or nil records")
+	}
+}

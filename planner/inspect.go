@@ -79,7 +79,7 @@ func (c *Core) inspectRecords() map[string]any {
 		}
 	}
 	mask := event.Masker(workflow.NewMasker(c.in.Secrets))
-	return event.MaskValue(out, mask).(map[string]any)
+	return event.MaskRecords(out, mask)
 }
 
 // inspectDAG is the task graph: tasks in declaration order, the waves, and

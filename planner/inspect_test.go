@@ -16,8 +16,11 @@ type inspecting struct{}
 
 func (inspecting) Run(ctx context.Context, job workflow.Job) workflow.Outcome {
 	p := fmt.Sprint(job.Fields["prompt"])
-	if p == "plain" {
+	switch p {
+	case "plain":
 		return workflow.Outcome{Output: "plain"}
+	case "secret":
+		return workflow.Outcome{Output: map[string]any{"stat": "a stat"}}
 	}
 	v, err := job.Inspect(ctx, p)
 	if err != nil {
@@ -92,6 +95,32 @@ tasks:
 		if !contains(seen, fmt.Sprint(i)) {
 			t.Errorf("iteration %d does not see itself running: %v", i, v)
 		}
+	}
+}
+
+// The records view masks the run's secrets in values and in the keys of user data only: a secret
+// "stat" leaves each record's status (and started_at) alone, and masks the output's key and value.
+func TestInspectRecordsKeepsRecordKeys(t *testing.T) {
+	w := compile(t, header+`model: mock/echo
+tasks:
+  - id: a
+    infer: { prompt: "secret" }
+  - id: records
+    depends_on: [a]
+    infer: { prompt: "records" }
+`)
+	res := Run(context.Background(), w, Inputs{Secrets: map[string]any{"s": "stat"}},
+		Options{Verbs: map[string]Verb{"infer": inspecting{}}})
+	if res.State != "success" {
+		t.Fatalf("state %s: %+v", res.State, res.Error)
+	}
+	rec, _ := res.Tasks[1].Output.(map[string]any)["a"].(map[string]any)
+	if rec == nil || rec["status"] != "success" || rec["started_at"] == nil {
+		t.Fatalf("records = %v: want a's record with its status and started_at keys", res.Tasks[1].Output)
+	}
+	out, _ := rec["output"].(map[string]any)
+	if len(out) != 1 || out["••••••"] != "a ••••••" {
+		t.Errorf("a's output in the records view = %v, want its key and value masked", rec["output"])
 	}
 }
 
