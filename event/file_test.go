@@ -4,8 +4,9 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
+
+	"github.com/nikahq/nika/internal/testfs"
 )
 
 func TestFileCloseSaysAFailedWrite(t *testing.T) {
@@ -40,15 +41,7 @@ func TestFileCloseOfACompleteTrace(t *testing.T) {
 // A write that fills the disk part-way is cut back: the file keeps the whole
 // lines before it.
 func TestFileCutsATornLine(t *testing.T) {
-	dir := t.TempDir()
-	if err := syscall.Mount("tmpfs", dir, "tmpfs", 0, "size=64k"); err != nil {
-		msg := "cannot mount a 64 KiB tmpfs to fill (" + err.Error() + "); this test needs root"
-		if os.Getenv("NIKA_REQUIRE_INTEGRATION") == "1" {
-			t.Fatal(msg + "; NIKA_REQUIRE_INTEGRATION=1 makes that a failure")
-		}
-		t.Skip(msg)
-	}
-	t.Cleanup(func() { syscall.Unmount(dir, 0) })
+	dir := testfs.SmallFS(t, "64k")
 	path := filepath.Join(dir, "t.ndjson")
 	f, err := CreateFile(path)
 	if err != nil {

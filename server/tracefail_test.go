@@ -9,33 +9,12 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 
+	"github.com/nikahq/nika/internal/testfs"
 	"github.com/nikahq/nika/planner"
 	"github.com/nikahq/nika/workflow"
 )
-
-// smallFS mounts a 64 KiB tmpfs in a new temporary directory (unmounted at
-// the end of the test). Without the right to mount the test is skipped,
-// unless NIKA_REQUIRE_INTEGRATION=1 (.ci/run) makes that a failure.
-func smallFS(t *testing.T) string {
-	t.Helper()
-	dir := t.TempDir()
-	if err := syscall.Mount("tmpfs", dir, "tmpfs", 0, "size=64k"); err != nil {
-		msg := "cannot mount a 64 KiB tmpfs to fill (" + err.Error() + "); this test needs root"
-		if os.Getenv("NIKA_REQUIRE_INTEGRATION") == "1" {
-			t.Fatal(msg + "; NIKA_REQUIRE_INTEGRATION=1 makes that a failure")
-		}
-		t.Skip(msg)
-	}
-	t.Cleanup(func() {
-		if err := syscall.Unmount(dir, 0); err != nil {
-			t.Errorf("unmounting %s: %v", dir, err)
-		}
-	})
-	return dir
-}
 
 // loud is a verb that logs 100 000 bytes: more than a 64 KiB disk holds.
 type loud struct{}
@@ -85,7 +64,7 @@ func traceError(t *testing.T, c *client, id string) (state, traceErr string) {
 // the trace is incomplete and why, the log names the file, and the file holds
 // whole lines only.
 func TestTraceOnAFullDisk(t *testing.T) {
-	disk := smallFS(t)
+	disk := testfs.SmallFS(t, "64k")
 	var log syncBuffer
 	_, c := start(t, Options{TraceDir: disk, Logger: &log, Verbs: func() map[string]planner.Verb { return map[string]planner.Verb{"infer": loud{}} }})
 	id := c.submit(oneGatedYAML, nil)

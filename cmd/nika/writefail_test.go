@@ -15,6 +15,8 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/nikahq/nika/internal/testfs"
 )
 
 // smallYAML runs on the mock provider: no permits, no process.
@@ -56,28 +58,6 @@ tasks:
   - id: wait
     exec: { command: ["sh", "-c", "echo up > ready; cat go"] }
 `
-
-// smallFS mounts a 64 KiB tmpfs in a new temporary directory (unmounted at
-// the end of the test). Without the right to mount (not root, a container
-// without CAP_SYS_ADMIN) the test is skipped, unless NIKA_REQUIRE_INTEGRATION=1
-// (.ci/run) makes that a failure.
-func smallFS(t *testing.T) string {
-	t.Helper()
-	dir := t.TempDir()
-	if err := syscall.Mount("tmpfs", dir, "tmpfs", 0, "size=64k"); err != nil {
-		msg := "cannot mount a 64 KiB tmpfs to fill (" + err.Error() + "); this test needs root"
-		if os.Getenv("NIKA_REQUIRE_INTEGRATION") == "1" {
-			t.Fatal(msg + "; NIKA_REQUIRE_INTEGRATION=1 makes that a failure")
-		}
-		t.Skip(msg)
-	}
-	t.Cleanup(func() {
-		if err := syscall.Unmount(dir, 0); err != nil {
-			t.Errorf("unmounting %s: %v", dir, err)
-		}
-	})
-	return dir
-}
 
 // runTo runs the binary in dir with its stdout on the file stdout.
 func runTo(t *testing.T, dir string, stdout *os.File, args ...string) result {
@@ -160,7 +140,7 @@ func TestReportToDevFull(t *testing.T) {
 // A report that does not fit on its disk: exit 3 naming it, the outputs on
 // stdout, the previous report untouched and no temporary file left.
 func TestReportOnAFullDisk(t *testing.T) {
-	disk := smallFS(t)
+	disk := testfs.SmallFS(t, "64k")
 	dir := t.TempDir()
 	writeFile(t, filepath.Join(dir, "big.nika.yaml"), bigYAML)
 	report := filepath.Join(disk, "report.json")
@@ -190,7 +170,7 @@ func TestReportOnAFullDisk(t *testing.T) {
 // rather than a success, and the file holds only whole lines, without the
 // workflow's end.
 func TestTraceOnAFullDisk(t *testing.T) {
-	disk := smallFS(t)
+	disk := testfs.SmallFS(t, "64k")
 	dir := t.TempDir()
 	writeFile(t, filepath.Join(dir, "big.nika.yaml"), bigYAML)
 	trace := filepath.Join(disk, "trace.ndjson")
