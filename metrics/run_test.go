@@ -294,9 +294,10 @@ tasks:
 // A user cancellation that reaches the driver together with a job's result (the job cancelled the
 // run, then returned) comes first: nothing new starts, and the run counts as cancelled. The driver
 // is held (in the live sink, on its own goroutine) until both are ready; the order of a select
-// between two ready channels is random, so the run is repeated. gate was being started when the
-// cancellation came: its job sees a done context before its verb runs and ends cancelled
-// (NIKA-CANCEL-001) without running; first's job succeeded; after never starts.
+// between two ready channels is random, so the run is repeated. first's job succeeded; after never
+// starts. gate, started in the same step as first, never runs its verb: when first cancelled the run
+// before the driver came to gate, gate does not start at all; otherwise its job sees a done context
+// before its verb runs and ends cancelled (NIKA-CANCEL-001).
 func TestCancelBeforeResult(t *testing.T) {
 	for i := 0; i < 40; i++ {
 		m := metrics.New(metrics.Options{})
@@ -321,13 +322,14 @@ tasks:
 `, v, event.LiveFanout{m, hold})
 		cancel()
 		got := gathered(t, m.Gatherer(), "nika_task_runs_total", "nika_workflow_runs_total")
-		want := []string{
+		gateCancelled := []string{
 			`nika_task_runs_total{status="cancelled",verb="exec",workflow="edge"} 1`,
 			`nika_task_runs_total{status="success",verb="exec",workflow="edge"} 1`,
 			`nika_workflow_runs_total{state="cancelled",workflow="edge"} 1`,
 		}
-		if res.State != "cancelled" || !slices.Equal(got, want) {
-			t.Fatalf("run %d: state %s, metrics\n\t%s\nwant (first success, gate cancelled, never after)\n\t%s", i, res.State, strings.Join(got, "\n\t"), strings.Join(want, "\n\t"))
+		gateNotStarted := []string{gateCancelled[1], gateCancelled[2]}
+		if res.State != "cancelled" || !slices.Equal(got, gateCancelled) && !slices.Equal(got, gateNotStarted) {
+			t.Fatalf("run %d: state %s, metrics\n\t%s\nwant (first success, gate cancelled or not started, never after)\n\t%s", i, res.State, strings.Join(got, "\n\t"), strings.Join(gateCancelled, "\n\t"))
 		}
 	}
 }
