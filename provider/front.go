@@ -14,7 +14,7 @@ import (
 // Defaults of FrontConfig (D28: a request is sent at most 5 times within 60 s).
 const (
 	DefaultInitialLimit = 8
-	DefaultMaxLimit     = 64
+	DefaultMaxLimit     = 1024
 	DefaultMaxSends     = 5
 	DefaultDeadline     = 60 * time.Second
 
@@ -24,10 +24,16 @@ const (
 
 // FrontConfig tunes a Front. A zero field takes its default.
 type FrontConfig struct {
-	InitialLimit int           // requests in flight at start; default 8
-	MaxLimit     int           // the limiter never grows past it; default 64
-	MaxSends     int           // sends per request, the first included; default 5
-	Deadline     time.Duration // no send starts later than this after a request's first send; default 60 s
+	InitialLimit int // requests in flight at start; default 8
+	// MaxLimit is the most requests in flight the limiter ever allows (NIKA_<PROVIDER>_MAX_INFLIGHT);
+	// default DefaultMaxLimit. The provider's HTTP client keeps as many idle connections.
+	MaxLimit int
+	// RPM and TPM are the provider's published budgets, requests and tokens per minute
+	// (NIKA_<PROVIDER>_RPM, NIKA_<PROVIDER>_TPM); 0 is none. The limiter never sends more within any
+	// 60 s window (tokens estimated before the send, corrected from the reported usage).
+	RPM, TPM int
+	MaxSends int           // sends per request, the first included; default 5
+	Deadline time.Duration // no send starts later than this after a request's first send; default 60 s
 	// Sleep waits d or until ctx is done (then it returns ctx's error). Injectable for tests; the
 	// default uses a real timer.
 	Sleep func(ctx context.Context, d time.Duration) error
@@ -97,6 +103,21 @@ func (f *Front) SupportsSchema(model string) bool {
 func (f *Front) SupportsThinking(model string) bool {
 	nt, ok := f.adapter.(NativeThinking)
 	return ok && nt.SupportsThinking(model)
+}
+
+// Stats is a snapshot of a Front's limiter, for metrics and the progress view.
+type Stats struct {
+	Limit       int    // the current concurrency limit
+	InFlight    int    // requests sent and not answered yet
+	Waiting     int    // requests waiting for a slot (the limit, a Retry-After pause or a budget)
+	RateLimited uint64 // answers rate_limited since the Front was built
+}
+
+// Stats returns a snapshot of the limiter.
+func (f *Front) Stats() Stats {
+	f.lim.mu.Lock()
+	defer f.lim.mu.Unlock()
+	return Stats{Limit: f.lim.limit, InFlight: f.lim.inflight, Waiting: len(f.lim.waiters), RateLimited: f.lim.rateLimited}
 }
 
 // Limit returns the limiter's current concurrency limit.
@@ -267,6 +288,8 @@ type limiter struct {
 	streak   int           // consecutive successes since the last change of limit
 	epoch    uint64        // bumped on every decrease; a 429 of an older epoch does not decrease again
 	waiters  []chan ticket // FIFO; a waiter is granted by a send on its (buffered) channel
+
+	rateLimited uint64 // answers rate_limited, ever
 }
 
 // ticket is a granted slot; epoch is the limiter's epoch when it was granted.
@@ -314,6 +337,7 @@ func (l *limiter) release(t ticket, ok, limited bool) {
 	l.inflight--
 	switch {
 	case limited:
+		l.rateLimited++
 		if t.epoch == l.epoch {
 			l.limit = max(1, l.limit/2)
 			l.epoch++
