@@ -17,6 +17,10 @@ const (
 	LiveAgentFinished    = "agent_finished"
 	LiveWorkflowStarted  = "workflow_started"  // first of a run's live stream
 	LiveWorkflowFinished = "workflow_finished" // last of a run's live stream: Status is the run's state
+	// provider_state is a snapshot of a provider's limiter. A sampler sends it, not the planner: while
+	// the run lasts, when the snapshot changed, and once more just before workflow_finished
+	// (metrics.Sampler).
+	LiveProviderState = "provider_state"
 )
 
 // Live is one observation of the live stream (D19): real time, completion order, never persisted. Metrics
@@ -38,7 +42,7 @@ type Live struct {
 	Size  int // batch_dispatched: calls in an agent's tool batch (Verb empty), or jobs of Verb the planner started as one batch (D5)
 
 	Tool     string // tool_call_*
-	Provider string // provider_request
+	Provider string // provider_request, provider_state
 	Model    string // provider_request
 	Outcome  string // provider_request: how it ended ("ok", or the D27 reason of a failure, else its NIKA code); tool_call_finished, agent_finished: "ok" or the NIKA code
 	Reason   string // agent_nudge, agent_stalled
@@ -50,6 +54,12 @@ type Live struct {
 
 	Turns int       // agent_finished
 	At    time.Time // when it happened (wall clock)
+
+	// provider_state, the limiter's snapshot (provider.Stats): its concurrency Limit, the requests
+	// InFlight (sent, not answered) and Waiting for a slot, and the RateLimitedAnswers the provider
+	// gave since it was built (every 429, retried or not; a counter).
+	Limit, InFlight, Waiting int
+	RateLimitedAnswers       uint64
 
 	// tool_call_progress, as the tool's server sent it (untrusted text: a view strips control
 	// characters before printing Message): Progress so far, Total when known (0: unknown).

@@ -21,14 +21,28 @@
 //	nika_tasks_in_flight{verb}                        gauge
 //
 // Model providers (one provider_request per request, after the provider's own retries; from infer and
-// the agent loop), and the adaptive limiter of each provider registered with AddProvider, read at
-// scrape time:
+// the agent loop):
 //
 //	nika_llm_requests_total{provider,model,outcome}   counter; outcome = ok, or the failure as the live stream names it
 //	nika_llm_request_duration_seconds{provider,model} histogram; buckets 0.1 0.25 0.5 1 2 4 8 15 30 60 120
 //	nika_llm_tokens_total{provider,model,kind}        counter; kind = input|output
 //	nika_llm_rate_limited_total{provider}             counter (requests that ended rate limited)
-//	nika_provider_concurrency_limit{provider}         gauge
+//
+// The adaptive limiter of each provider registered with AddProvider, read at scrape time (one
+// Limiter.Stats snapshot per provider and scrape), so a user sees why a run is as fast as it is:
+//
+//	nika_provider_concurrency_limit{provider}         gauge (the requests in flight the limiter admits now)
+//	nika_provider_requests_in_flight{provider}        gauge (sent, not answered yet)
+//	nika_provider_requests_waiting{provider}          gauge (waiting for a slot: the limit, a Retry-After pause, a budget)
+//	nika_provider_rate_limited_total{provider}        counter (rate-limited answers, every send counted)
+//
+// The two rate-limited counters are not the same count: nika_llm_rate_limited_total counts requests
+// whose final outcome was rate_limited (the live stream's provider_request, after the provider's own
+// retries gave up), nika_provider_rate_limited_total every 429 the provider answered, retried or not
+// (the limiter's own count, since the provider's front was built: the run for `nika run`, the process
+// for `nika serve`). A run that recovered from every 429 shows 0 in the first and the 429s in the
+// second. These four are not fed from the live stream: Observe ignores provider_state, whose numbers
+// are the same snapshot, so nothing is counted twice.
 //
 // Agents and tools (tool calls from the agent's progress hook and from invoke):
 //
@@ -43,21 +57,33 @@
 // And nika_build_info{version,go_version} (always 1), plus the Go runtime (go_*) and process
 // (process_*) collectors.
 //
+// # Provider state on the live stream
+//
+// A Sampler (StartSampler) puts the same snapshots on the live stream, for the terminal progress view:
+// every DefaultSampleInterval (250 ms) one provider_state per provider whose snapshot changed, and when
+// it stops one final provider_state per provider. Sampler.StopAtFinish stops it when workflow_finished
+// passes, before passing it on, so workflow_finished stays the last observation of a run. It lives here
+// rather than in provider (which does not import event) or cmd/nika (which only wires): it reads the
+// same Limiter interface as the collector. LimitersOf picks the observable instances of a
+// provider.Registry (the mock has no limiter).
+//
 // # Bounded labels
 //
 // A label never carries a run id. The task id is a label only with Options.TaskLabel (the CLI's
 // --metrics-task-label), and then only on the nika_task_* metrics: it is high-cardinality (one series
 // per task of every workflow ever run), so it is off by default.
 //
-// Label values that come from outside the binary — workflow, model, provider, tool, task, the nudge
-// reason and the LLM outcome — are capped per label: the first Options.MaxLabelValues distinct values
-// (default 100) are kept, in the order they are first seen, and every later one is reported as
-// "other" for the life of the Metrics (D35: a long-running `nika serve` must not grow without bound
-// on submitted YAML). A value that is not valid UTF-8 or longer than 128 bytes is "other" at once
-// (Prometheus refuses invalid UTF-8), an empty one is "unknown". Tool values are the canonical tool
-// names, MCP tools kept as `mcp:<server>/<tool>`; a name outside that grammar (`nika:<name>` or
-// `mcp:<server>/<tool>`, LANGUAGE.md §7) — a tool a model made up — is "other" without taking a
-// slot. verb, status, state, kind and the tool outcome come from the code, a fixed set.
+// Label values that come from outside the binary — workflow, model, provider (of nika_llm_*), tool,
+// task, the nudge reason and the LLM outcome — are capped per label: the first
+// Options.MaxLabelValues distinct values (default 100) are kept, in the order they are first seen,
+// and every later one is reported as "other" for the life of the Metrics (D35: a long-running
+// `nika serve` must not grow without bound on submitted YAML). A value that is not valid UTF-8 or longer
+// than 128 bytes is "other" at once (Prometheus refuses invalid UTF-8), an empty one is "unknown".
+// Tool values are the canonical tool names, MCP tools kept as `mcp:<server>/<tool>`; a name outside
+// that grammar (`nika:<name>` or `mcp:<server>/<tool>`, LANGUAGE.md §7) — a tool a model made up —
+// is "other" without taking a slot. verb, status, state, kind and the tool outcome come from the
+// code, a fixed set. The provider label of nika_provider_* is not capped: its values are the names
+// the caller passed to AddProvider, the providers the binary itself built from its provider table.
 //
 // Decisions where the design is silent: the LLM outcome label is "ok" or the live stream's Outcome of
 // the failure (the verbs give the NIKA code today, D19 names the D27 reason; either is a small set,

@@ -40,10 +40,11 @@ type Options struct {
 	MaxLabelValues int
 }
 
-// Limiter is what the concurrency-limit gauge reads from a provider: *provider.Front's adaptive
-// limiter.
+// Limiter is what the provider metrics and the Sampler read from a provider: a snapshot of its
+// adaptive limiter (*provider.Front's). Stats is called at every scrape and every sample, so it must
+// be cheap and safe for concurrent use.
 type Limiter interface {
-	Limit() int
+	Stats() provider.Stats
 }
 
 var _ Limiter = (*provider.Front)(nil)
@@ -67,7 +68,7 @@ type Metrics struct {
 	llmDuration   *prometheus.HistogramVec
 	llmTokens     *prometheus.CounterVec
 	llmLimited    *prometheus.CounterVec
-	limits        *limitCollector
+	limits        *providerCollector
 	agentTurns    *prometheus.HistogramVec
 	agentStalls   prometheus.Counter
 	agentNudges   *prometheus.CounterVec
@@ -95,12 +96,7 @@ func New(opts Options) *Metrics {
 		taskLabel: opts.TaskLabel,
 		workflows: newCapper(limit), models: newCapper(limit), providers: newCapper(limit), tools: newCapper(limit),
 		tasks: newCapper(limit), reasons: newCapper(limit), outcomes: newCapper(limit),
-		limits: &limitCollector{
-			desc: prometheus.NewDesc("nika_provider_concurrency_limit",
-				"The current limit of the provider's adaptive concurrency limiter (requests in flight it admits).",
-				[]string{"provider"}, nil),
-			byName: map[string]Limiter{},
-		},
+		limits: newProviderCollector(),
 	}
 	task := func(labels ...string) []string {
 		if opts.TaskLabel {
@@ -242,9 +238,10 @@ func (m *Metrics) tool(name string) string {
 	return m.tools.value(name)
 }
 
-// AddProvider makes nika_provider_concurrency_limit{provider=name} report l.Limit() at every scrape.
-// A later call for the same name replaces it; a nil l removes it. Provider names come from the
-// binary's provider table (the caller registers the instances it built), so they are not capped.
+// AddProvider makes the nika_provider_* series of provider name (the concurrency limit, the requests
+// in flight and waiting, the rate-limited answers) report l.Stats() at every scrape. A later call for
+// the same name replaces it; a nil l removes it. Provider names come from the binary's provider table
+// (the caller registers the instances it built), so they are not capped.
 func (m *Metrics) AddProvider(name string, l Limiter) {
 	m.limits.mu.Lock()
 	defer m.limits.mu.Unlock()
@@ -327,21 +324,49 @@ func onlyWorkflow(mfs []*dto.MetricFamily, wf string) []*dto.MetricFamily {
 	return out
 }
 
-// limitCollector reads every registered limiter at scrape time (D19: process-wide state has its own
-// collector rather than a copy updated from events).
-type limitCollector struct {
-	desc   *prometheus.Desc
+// providerCollector reads every registered limiter at scrape time (D19: process-wide state has its
+// own collector rather than a copy updated from events). One Stats call per provider and scrape, so
+// the four series of a provider are one snapshot.
+type providerCollector struct {
+	limit, inFlight, waiting, rateLimited *prometheus.Desc
+
 	mu     sync.Mutex
 	byName map[string]Limiter
 }
 
-func (c *limitCollector) Describe(ch chan<- *prometheus.Desc) { ch <- c.desc }
+func newProviderCollector() *providerCollector {
+	desc := func(name, help string) *prometheus.Desc {
+		return prometheus.NewDesc(name, help, []string{"provider"}, nil)
+	}
+	return &providerCollector{
+		limit: desc("nika_provider_concurrency_limit",
+			"The current limit of the provider's adaptive concurrency limiter (requests in flight it admits)."),
+		inFlight: desc("nika_provider_requests_in_flight",
+			"Requests sent to the provider and not answered yet."),
+		waiting: desc("nika_provider_requests_waiting",
+			"Requests waiting for a slot of the provider's limiter (its limit, a Retry-After pause or a budget)."),
+		rateLimited: desc("nika_provider_rate_limited_total",
+			"Answers of the provider that were rate limited, each send counted, retried or not."),
+		byName: map[string]Limiter{},
+	}
+}
 
-func (c *limitCollector) Collect(ch chan<- prometheus.Metric) {
+func (c *providerCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- c.limit
+	ch <- c.inFlight
+	ch <- c.waiting
+	ch <- c.rateLimited
+}
+
+func (c *providerCollector) Collect(ch chan<- prometheus.Metric) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for name, l := range c.byName {
-		ch <- prometheus.MustNewConstMetric(c.desc, prometheus.GaugeValue, float64(l.Limit()), name)
+		st := l.Stats()
+		ch <- prometheus.MustNewConstMetric(c.limit, prometheus.GaugeValue, float64(st.Limit), name)
+		ch <- prometheus.MustNewConstMetric(c.inFlight, prometheus.GaugeValue, float64(st.InFlight), name)
+		ch <- prometheus.MustNewConstMetric(c.waiting, prometheus.GaugeValue, float64(st.Waiting), name)
+		ch <- prometheus.MustNewConstMetric(c.rateLimited, prometheus.CounterValue, float64(st.RateLimited), name)
 	}
 }
 

@@ -17,6 +17,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	dto "github.com/prometheus/client_model/go"
 	"go.uber.org/goleak"
 
 	"github.com/nikahq/nika/event"
@@ -401,6 +402,89 @@ func TestProviderConcurrencyLimit(t *testing.T) {
 	sameLines(t, "after", series(t, m.Gatherer(), "nika_provider_concurrency_limit"), []string{
 		`nika_provider_concurrency_limit{provider="openai"} 4`,
 	})
+	// The answer counts as rate limited at the limiter; the live stream's count of requests that
+	// ended rate limited is its own (nothing observed here).
+	sameLines(t, "rate limited", series(t, m.Gatherer(), "nika_provider_rate_limited_total", "nika_llm_rate_limited_total"), []string{
+		`nika_provider_rate_limited_total{provider="openai"} 1`,
+	})
+}
+
+// setStats is a Limiter that reports what the test set.
+type setStats struct {
+	mu sync.Mutex
+	st provider.Stats
+}
+
+func (s *setStats) Stats() provider.Stats {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.st
+}
+
+func (s *setStats) set(st provider.Stats) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.st = st
+}
+
+// The four provider series read the limiter's snapshot at every scrape, labelled by provider only;
+// the rate-limited answers are a counter, the others gauges.
+func TestProviderSeries(t *testing.T) {
+	m := New(Options{TaskLabel: true})
+	openai, local := &setStats{}, &setStats{}
+	openai.set(provider.Stats{Limit: 16, InFlight: 12, Waiting: 40, RateLimited: 3})
+	m.AddProvider("openai", openai)
+	m.AddProvider("vllm", local)
+	names := []string{"nika_provider_concurrency_limit", "nika_provider_requests_in_flight",
+		"nika_provider_requests_waiting", "nika_provider_rate_limited_total"}
+	sameLines(t, "first scrape", series(t, m.Gatherer(), names...), []string{
+		`nika_provider_concurrency_limit{provider="openai"} 16`,
+		`nika_provider_concurrency_limit{provider="vllm"} 0`,
+		`nika_provider_rate_limited_total{provider="openai"} 3`,
+		`nika_provider_rate_limited_total{provider="vllm"} 0`,
+		`nika_provider_requests_in_flight{provider="openai"} 12`,
+		`nika_provider_requests_in_flight{provider="vllm"} 0`,
+		`nika_provider_requests_waiting{provider="openai"} 40`,
+		`nika_provider_requests_waiting{provider="vllm"} 0`,
+	})
+	openai.set(provider.Stats{Limit: 8, InFlight: 1, RateLimited: 5})
+	m.AddProvider("vllm", nil)
+	sameLines(t, "second scrape", series(t, m.Gatherer(), names...), []string{
+		`nika_provider_concurrency_limit{provider="openai"} 8`,
+		`nika_provider_rate_limited_total{provider="openai"} 5`,
+		`nika_provider_requests_in_flight{provider="openai"} 1`,
+		`nika_provider_requests_waiting{provider="openai"} 0`,
+	})
+	mfs, err := m.Gatherer().Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := 0
+	for _, mf := range mfs {
+		if !slices.Contains(names, mf.GetName()) {
+			continue
+		}
+		seen++
+		want := dto.MetricType_GAUGE
+		if mf.GetName() == "nika_provider_rate_limited_total" {
+			want = dto.MetricType_COUNTER
+		}
+		if mf.GetType() != want || mf.GetHelp() == "" {
+			t.Errorf("%s: type %v, help %q; want %v with a help text", mf.GetName(), mf.GetType(), mf.GetHelp(), want)
+		}
+		for _, mt := range mf.Metric {
+			if len(mt.Label) != 1 || mt.Label[0].GetName() != "provider" {
+				t.Errorf("%s: labels %v, want provider only", mf.GetName(), mt.Label)
+			}
+		}
+	}
+	if seen != len(names) {
+		t.Errorf("%d of the %d provider families gathered", seen, len(names))
+	}
+	// A provider_state on the live stream changes nothing: the collector reads the limiter itself.
+	before := series(t, m.Gatherer(), names...)
+	m.Observe(event.Live{Kind: event.LiveProviderState, Provider: "openai", Limit: 99, InFlight: 99, RateLimitedAnswers: 99})
+	sameLines(t, "after provider_state", series(t, m.Gatherer(), names...), before)
 }
 
 // Observe from many goroutines at once (run under -race): every observation is counted.

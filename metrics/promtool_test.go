@@ -50,8 +50,11 @@ func TestPromtoolCheckMetrics(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !strings.Contains(string(body), "nika_task_runs_total{") || !strings.Contains(string(body), "nika_provider_concurrency_limit{") {
-			t.Fatalf("the exposition lacks the run's metrics:\n%s", body)
+		for _, name := range []string{"nika_task_runs_total", "nika_provider_concurrency_limit", "nika_provider_requests_in_flight",
+			"nika_provider_requests_waiting", "nika_provider_rate_limited_total"} {
+			if !strings.Contains(string(body), name+"{") {
+				t.Fatalf("the exposition lacks %s:\n%s", name, body)
+			}
 		}
 		cmd := exec.Command(promtool, "check", "metrics")
 		cmd.Stdin = bytes.NewReader(body)

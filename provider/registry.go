@@ -1,6 +1,7 @@
 package provider
 
 import (
+	"maps"
 	"strconv"
 	"sync"
 
@@ -31,6 +32,15 @@ func (r *Registry) Register(name string, p Provider) {
 		return
 	}
 	r.providers[name] = p
+}
+
+// Instances returns the registered instances by provider name: a copy, which later calls to Register
+// do not change. It is for observers (the metrics, the live stream's provider_state), which look at
+// every provider a run built, not just the ones a model id names.
+func (r *Registry) Instances() map[string]Provider {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return maps.Clone(r.providers)
 }
 
 // For returns the instance that serves model ("<provider>/<name>"). A malformed id is NIKA-INFER-001
