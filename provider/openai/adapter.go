@@ -49,7 +49,7 @@ func New(p Profile, lookup func(string) (string, bool), client *http.Client) (*A
 	}
 	a.BaseURL = strings.TrimRight(a.BaseURL, "/")
 	if a.Key == "" && p.KeyRequired {
-		name := "NIKA_" + strings.ToUpper(p.Name) + "_API_KEY"
+		name := provider.EnvVar(p.Name, "API_KEY")
 		if len(p.KeyVars) > 0 {
 			name = strings.Join(p.KeyVars, " or ")
 		}
@@ -141,7 +141,7 @@ func (a *Adapter) notFoundHint() string {
 	if provider.HasVersionSegment(a.BaseURL) {
 		return ""
 	}
-	v := "NIKA_" + strings.ToUpper(a.Profile.Name) + "_BASE_URL"
+	v := provider.EnvVar(a.Profile.Name, "BASE_URL")
 	if len(a.Profile.BaseURLVars) > 0 {
 		v = a.Profile.BaseURLVars[0]
 	}

@@ -3,7 +3,11 @@
 // OpenRouter, Groq, DeepSeek, xAI). Server differences are data in a Profile, not types.
 package openai
 
-import "regexp"
+import (
+	"regexp"
+
+	"github.com/nikahq/nika/provider"
+)
 
 // Profile describes one OpenAI-compatible provider: its defaults and its quirks, as data.
 type Profile struct {
@@ -76,11 +80,11 @@ const (
 )
 
 func vars(p string, conventional ...string) []string {
-	return append([]string{"NIKA_" + p + "_API_KEY"}, conventional...)
+	return append([]string{provider.EnvVar(p, "API_KEY")}, conventional...)
 }
 
 func baseVars(p string, conventional ...string) []string {
-	return append([]string{"NIKA_" + p + "_BASE_URL"}, conventional...)
+	return append([]string{provider.EnvVar(p, "BASE_URL")}, conventional...)
 }
 
 // Profiles is the table of OpenAI-compatible providers (LANGUAGE.md §6.2, WIRES.md §1.7, D28).
