@@ -24,7 +24,8 @@ type Providers struct {
 // EnvProviders builds the one provider set of a server process: the mock,
 // plus every provider whose adapter can be built from the environment (its
 // key is set, or it needs none), each behind one Front that owns its
-// limiter and retries. A workflow may be submitted long after start-up, so
+// limiter and retries, with the engine configuration and HTTP client of
+// that provider (as in buildProviders). A workflow may be submitted long after start-up, so
 // the set covers every provider up front rather than the ones a first
 // workflow names (as `nika run`'s buildProviders does; this is that
 // function's loop over the whole provider table, kept here because server
@@ -32,23 +33,28 @@ type Providers struct {
 func EnvProviders(lookup func(string) (string, bool)) Providers {
 	p := Providers{Registry: provider.NewRegistry(), Fronts: map[string]*provider.Front{}, Unavailable: map[string]string{}}
 	p.Registry.Register("mock", provider.NewMock())
-	client := &http.Client{} // per-request deadlines come from the context
-	add := func(name string, a provider.Adapter, err error) {
+	// add builds provider name: its engine configuration (provider.ConfigFromEnv), its own HTTP
+	// client sized to its limiter, its adapter from newAdapter, and the Front over them. A bad
+	// engine variable leaves the provider out like a missing key, the reason naming the variable.
+	add := func(name string, newAdapter func(*http.Client) (provider.Adapter, error)) {
+		cfg, err := provider.ConfigFromEnv(name, lookup)
 		if err != nil {
 			p.Unavailable[name] = err.Error()
 			return
 		}
-		f := provider.NewFront(name, a, provider.FrontConfig{})
+		a, err := newAdapter(provider.NewHTTPClient(cfg.MaxLimit)) // 0: sized for DefaultMaxLimit, as the Front is
+		if err != nil {
+			p.Unavailable[name] = err.Error()
+			return
+		}
+		f := provider.NewFront(name, a, cfg)
 		p.Fronts[name] = f
 		p.Registry.Register(name, f)
 	}
-	a, err := anthropic.New(lookup, client)
-	add("anthropic", a, err)
-	g, err := gemini.New(lookup, client)
-	add("gemini", g, err)
+	add("anthropic", func(c *http.Client) (provider.Adapter, error) { return anthropic.New(lookup, c) })
+	add("gemini", func(c *http.Client) (provider.Adapter, error) { return gemini.New(lookup, c) })
 	for _, prof := range openai.Profiles {
-		o, err := openai.New(prof, lookup, client)
-		add(prof.Name, o, err)
+		add(prof.Name, func(c *http.Client) (provider.Adapter, error) { return openai.New(prof, lookup, c) })
 	}
 	return p
 }

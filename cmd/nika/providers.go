@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"net/http"
 	"strings"
 
 	"github.com/nikahq/nika/provider"
@@ -15,12 +14,14 @@ import (
 // buildProviders makes one provider instance per provider the workflow's
 // tasks name (AGENT.md §11.2): the mock, or a wire adapter behind a Front
 // that owns the limiter and retries. Credentials and base URLs come from
-// the environment only (§6.1); a missing key is returned as a message
-// naming the variable, before anything runs (exit 3).
+// the environment only (§6.1), and so does each provider's engine
+// configuration (provider.ConfigFromEnv: NIKA_<PROVIDER>_MAX_INFLIGHT, _RPM,
+// _TPM); each provider gets its own HTTP client, sized to its limiter. A
+// missing key or a bad engine variable is returned as a message naming the
+// variable, before anything runs (exit 3).
 func buildProviders(w *workflow.Workflow, lookup func(string) (string, bool)) (*provider.Registry, string) {
 	reg := provider.NewRegistry()
 	reg.Register("mock", provider.NewMock())
-	client := &http.Client{} // per-request deadlines come from the context
 	seen := map[string]bool{"mock": true}
 	for _, t := range w.Tasks {
 		name, _, _ := strings.Cut(t.Model, "/")
@@ -28,8 +29,12 @@ func buildProviders(w *workflow.Workflow, lookup func(string) (string, bool)) (*
 			continue
 		}
 		seen[name] = true
+		cfg, err := provider.ConfigFromEnv(name, lookup)
+		if err != nil {
+			return nil, fmt.Sprintf("task %q uses %s: %v", t.ID, t.Model, err)
+		}
+		client := provider.NewHTTPClient(cfg.MaxLimit) // 0: sized for DefaultMaxLimit, as the Front is
 		var a provider.Adapter
-		var err error
 		switch name {
 		case "anthropic":
 			a, err = anthropic.New(lookup, client)
@@ -45,7 +50,7 @@ func buildProviders(w *workflow.Workflow, lookup func(string) (string, bool)) (*
 		if err != nil {
 			return nil, fmt.Sprintf("task %q uses %s: %v", t.ID, t.Model, err)
 		}
-		reg.Register(name, provider.NewFront(name, a, provider.FrontConfig{}))
+		reg.Register(name, provider.NewFront(name, a, cfg))
 	}
 	return reg, ""
 }
