@@ -3,7 +3,9 @@ package main
 import (
 	"fmt"
 	"io"
+	"maps"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -14,9 +16,10 @@ import (
 )
 
 // progress is the live view of a run on a terminal: one status line
-// (running, done, failed, elapsed) redrawn in place from the live stream,
-// with the plain log lines of settled tasks printed above it. It reads the
-// live stream only for counting, never to decide anything.
+// (running, done, failed, elapsed; tools in flight, a tool's progress, and
+// each provider with requests in flight or waiting) redrawn in place from the
+// live stream, with the plain log lines of settled tasks printed above it. It
+// reads the live stream only for counting, never to decide anything.
 type progress struct {
 	mu      sync.Mutex
 	w       io.Writer
@@ -28,9 +31,11 @@ type progress struct {
 	// latest is the call reported most recently, the one the status line shows.
 	calls  map[callKey]string
 	latest callKey
-	done   int
-	failed int
-	drawn  bool
+	// providers holds the latest provider_state of each provider (its limiter's snapshot).
+	providers map[string]event.Live
+	done      int
+	failed    int
+	drawn     bool
 	// prompting: a nika:prompt question owns the line from its first write until its answer
 	// is read; nothing is drawn and log lines wait in held.
 	prompting bool
@@ -38,7 +43,8 @@ type progress struct {
 }
 
 func newProgress(w io.Writer, now func() time.Time) *progress {
-	return &progress{w: w, now: now, start: now(), running: map[string]int{}, calls: map[callKey]string{}}
+	return &progress{w: w, now: now, start: now(), running: map[string]int{}, calls: map[callKey]string{},
+		providers: map[string]event.Live{}}
 }
 
 // callKey names one tool call of the run.
@@ -93,6 +99,8 @@ func (p *progress) Observe(l event.Live) {
 	case event.LiveToolCallProgress:
 		p.latest = keyOf(l)
 		p.calls[p.latest] = progressText(l)
+	case event.LiveProviderState:
+		p.providers[l.Provider] = l
 	default:
 		return
 	}
@@ -153,7 +161,26 @@ func (p *progress) draw() {
 	if txt, ok := p.calls[p.latest]; ok {
 		fmt.Fprintf(p.w, " · %s", txt)
 	}
+	for _, name := range slices.Sorted(maps.Keys(p.providers)) {
+		if txt := providerText(p.providers[name]); txt != "" {
+			fmt.Fprintf(p.w, " · %s", txt)
+		}
+	}
 	p.drawn = true
+}
+
+// providerText is the status-line form of a provider's limiter, while it has requests in flight or
+// waiting: "openai: 12 in flight, 40 waiting (limit 16, 3 rate-limited)", the rate-limited answers
+// only once there are some. An idle provider shows nothing.
+func providerText(l event.Live) string {
+	if l.InFlight <= 0 && l.Waiting <= 0 {
+		return ""
+	}
+	s := fmt.Sprintf("%s: %d in flight, %d waiting (limit %d", l.Provider, l.InFlight, l.Waiting, l.Limit)
+	if l.RateLimitedAnswers > 0 {
+		s += fmt.Sprintf(", %d rate-limited", l.RateLimitedAnswers)
+	}
+	return s + ")"
 }
 
 // isTerminal reports whether w is a character device (a terminal).

@@ -96,3 +96,35 @@ func TestProgressViewShowsToolProgress(t *testing.T) {
 		t.Errorf("view =\n%q\nwant\n%q", got, strings.Join(steps, ""))
 	}
 }
+
+// A provider_state shows the provider's limiter on the status line while it has requests in flight
+// or waiting, providers in name order; the rate-limited answers only once there are some, and an
+// idle provider nothing.
+func TestProgressViewShowsProviders(t *testing.T) {
+	var buf bytes.Buffer
+	clock := time.Unix(0, 0)
+	p := newProgress(&buf, func() time.Time { return clock })
+	for _, l := range []event.Live{
+		{Provider: "openai", Limit: 8},                             // idle: nothing
+		{Provider: "openai", Limit: 16, InFlight: 12, Waiting: 40}, // busy
+		{Provider: "anthropic", Limit: 4, Waiting: 2, RateLimitedAnswers: 3},
+		{Provider: "openai", Limit: 16, InFlight: 12, Waiting: 40, RateLimitedAnswers: 1},
+		{Provider: "anthropic", Limit: 4, RateLimitedAnswers: 3}, // done: gone
+		{Provider: "openai", Limit: 32, RateLimitedAnswers: 1},
+	} {
+		l.Kind = event.LiveProviderState
+		p.Observe(l)
+	}
+	got := buf.String()
+	steps := []string{
+		"0 running · 0 done · 0 failed · 0s",
+		"\r\033[K0 running · 0 done · 0 failed · 0s · openai: 12 in flight, 40 waiting (limit 16)",
+		"\r\033[K0 running · 0 done · 0 failed · 0s · anthropic: 0 in flight, 2 waiting (limit 4, 3 rate-limited) · openai: 12 in flight, 40 waiting (limit 16)",
+		"\r\033[K0 running · 0 done · 0 failed · 0s · anthropic: 0 in flight, 2 waiting (limit 4, 3 rate-limited) · openai: 12 in flight, 40 waiting (limit 16, 1 rate-limited)",
+		"\r\033[K0 running · 0 done · 0 failed · 0s · openai: 12 in flight, 40 waiting (limit 16, 1 rate-limited)",
+		"\r\033[K0 running · 0 done · 0 failed · 0s",
+	}
+	if got != strings.Join(steps, "") {
+		t.Errorf("view =\n%q\nwant\n%q", got, strings.Join(steps, ""))
+	}
+}

@@ -46,6 +46,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/nikahq/nika/event"
+	"github.com/nikahq/nika/metrics"
 	"github.com/nikahq/nika/planner"
 	"github.com/nikahq/nika/spec"
 	"github.com/nikahq/nika/spec/canon"
@@ -268,6 +269,11 @@ func runWith(args []string, stdout, stderr io.Writer, env runEnv) int {
 	}
 
 	live = mrun.sink(live)
+	// The limiters of the providers the run built, as provider_state on the live stream (the view
+	// shows them); the sampler stops, with a final snapshot, as workflow_finished passes.
+	sampler := metrics.StartSampler(metrics.LimitersOf(providers), live, metrics.SamplerOptions{Workflow: w.Name, Now: env.now})
+	defer sampler.Stop()
+	live = sampler.StopAtFinish(live)
 
 	// 3. Execute.
 	builtins := tools.NewBuiltins()
@@ -340,6 +346,7 @@ func runWith(args []string, stdout, stderr io.Writer, env runEnv) int {
 	})
 	close(stopSignals) // a signal from now on does not change the outcome
 	<-signalsDone
+	sampler.Stop() // done at workflow_finished; nothing may draw once the view is closed
 
 	if view != nil {
 		view.Close()
