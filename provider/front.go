@@ -18,6 +18,8 @@ const (
 	DefaultMaxSends     = 5
 	DefaultDeadline     = 60 * time.Second
 
+	imageTokens = 1600 // about what the wires count for one image at their default detail
+
 	backoffBase = 500 * time.Millisecond
 	backoffCap  = 8 * time.Second
 )
@@ -44,15 +46,28 @@ type FrontConfig struct {
 // on this instance (AGENT.md §11.2), retries of transient failures honouring retry_after_ms, and
 // batch-first Complete. Build one Front per provider and share it; it is safe for concurrent use.
 //
-// The limiter is AIMD: a rate_limited answer halves the limit (at most once per congestion event,
-// never below 1); every `limit` consecutive successes raise it by 1, up to MaxLimit. Time spent
-// waiting in the limiter is not a retry (D28).
+// The limiter (see limiter) starts in slow start: the limit doubles per round of successes, until a
+// rate_limited answer or latency rising well above the floor seen so far; then it grows by 1 per
+// `limit` successes and halves on a rate_limited answer (at most once per congestion event, never
+// below 1), between InitialLimit and MaxLimit. Decisions the design left open:
+//
+//   - A rate_limited answer also reveals a capacity: the requests that were in flight beside the
+//     refused one. Slow start resumes after the halving, up to that capacity, so a provider that
+//     limits concurrency is back at its capacity one round after the pause; the limit then stays
+//     there for a hold (10 s, doubling up to 5 min while each probe above it finds no more), because
+//     every probe that overshoots costs a Retry-After pause for every caller.
+//   - Only sends made while at least half the limit was in use (or with requests waiting) raise it,
+//     so a lone caller does not build up a limit it never tested.
+//   - A Retry-After pauses every send on the Front until it passes, not only the refused request's.
+//   - RPM and TPM budgets hold a send until it fits the last minute's window; a request is counted
+//     at EstimateTokens before it is sent and at the reported usage once answered.
+//
+// Time spent waiting in the limiter is not a retry (D28).
 type Front struct {
 	name    string
 	adapter Adapter
 	cfg     FrontConfig
 	lim     *limiter
-	now     func() time.Time // the clock of the Deadline; tests replace it
 }
 
 var (
@@ -85,8 +100,7 @@ func NewFront(name string, a Adapter, cfg FrontConfig) *Front {
 		name:    name,
 		adapter: a,
 		cfg:     cfg,
-		lim:     &limiter{limit: cfg.InitialLimit, max: cfg.MaxLimit},
-		now:     time.Now,
+		lim:     newLimiter(realClock{}, cfg.InitialLimit, cfg.MaxLimit, cfg.RPM, cfg.TPM),
 	}
 }
 
@@ -114,18 +128,10 @@ type Stats struct {
 }
 
 // Stats returns a snapshot of the limiter.
-func (f *Front) Stats() Stats {
-	f.lim.mu.Lock()
-	defer f.lim.mu.Unlock()
-	return Stats{Limit: f.lim.limit, InFlight: f.lim.inflight, Waiting: len(f.lim.waiters), RateLimited: f.lim.rateLimited}
-}
+func (f *Front) Stats() Stats { return f.lim.stats() }
 
 // Limit returns the limiter's current concurrency limit.
-func (f *Front) Limit() int {
-	f.lim.mu.Lock()
-	defer f.lim.mu.Unlock()
-	return f.lim.limit
-}
+func (f *Front) Limit() int { return f.lim.stats().Limit }
 
 // Complete answers every request: len(out) == len(reqs), out[i] answers reqs[i]. Requests run
 // concurrently under the shared limiter; every goroutine started here has ended when it returns. A
@@ -152,23 +158,24 @@ func (f *Front) one(ctx context.Context, req *Request) (o Outcome) {
 		}
 	}()
 	var first time.Time
+	tokens := EstimateTokens(req)
 	for n := 1; ; n++ {
 		if err := ctx.Err(); err != nil {
 			return f.cancelled(ctx, req)
 		}
-		tok, err := f.lim.acquire(ctx)
+		tok, err := f.lim.acquire(ctx, tokens)
 		if err != nil {
 			return f.cancelled(ctx, req)
 		}
 		if n == 1 {
-			first = f.now()
+			first = f.lim.clock.Now()
 		}
 		o = f.exchange(ctx, req)
 		reason := ""
 		if o.Err != nil {
 			reason = ReasonOf(o.Err)
 		}
-		f.lim.release(tok, o.Err == nil, reason == ReasonRateLimited)
+		f.lim.release(tok, sent(o, reason))
 
 		if o.Err == nil {
 			return o
@@ -187,13 +194,48 @@ func (f *Front) one(ctx context.Context, req *Request) (o Outcome) {
 		if !hinted {
 			wait = backoff(n)
 		}
-		if f.now().Add(wait).Sub(first) > f.cfg.Deadline {
+		if f.lim.clock.Now().Add(wait).Sub(first) > f.cfg.Deadline {
 			return o // the next send would start past the budget (WIRES.md §4.4)
 		}
 		if err := f.cfg.Sleep(ctx, wait); err != nil || ctx.Err() != nil {
 			return f.cancelled(ctx, req)
 		}
 	}
+}
+
+// sent is how a send went, for the limiter.
+func sent(o Outcome, reason string) outcome {
+	if o.Err == nil {
+		s := outcome{ok: true}
+		if u := o.Response.Usage; u.Reported {
+			s.tokens = u.InputTokens + u.OutputTokens
+		}
+		return s
+	}
+	if reason != ReasonRateLimited {
+		return outcome{}
+	}
+	wait, _ := retryAfter(o.Err)
+	return outcome{limited: true, retryAfter: wait}
+}
+
+// EstimateTokens is what a request is counted against a TPM budget before it is sent: about one
+// token per four bytes of its system prompt, messages and tool definitions, imageTokens per image,
+// plus its MaxTokens. The provider's reported usage replaces it once the answer is in.
+func EstimateTokens(r *Request) int {
+	n := len(r.System)
+	for _, m := range r.Messages {
+		for _, b := range m.Blocks {
+			n += len(b.Text) + len(b.Input) + len(b.Content)
+			if b.Type == BlockImage {
+				n += 4 * imageTokens
+			}
+		}
+	}
+	for _, t := range r.Tools {
+		n += len(t.Name) + len(t.Description) + len(t.Parameters)
+	}
+	return n/4 + 1 + max(r.MaxTokens, 0)
 }
 
 // exchange makes one send, turning an adapter panic or a malformed outcome into a failed outcome.
@@ -276,85 +318,5 @@ func sleepTimer(ctx context.Context, d time.Duration) error {
 		return ctx.Err()
 	case <-t.C:
 		return nil
-	}
-}
-
-// limiter is an AIMD cap on requests in flight that serves waiters in arrival order.
-type limiter struct {
-	mu       sync.Mutex
-	limit    int
-	max      int
-	inflight int
-	streak   int           // consecutive successes since the last change of limit
-	epoch    uint64        // bumped on every decrease; a 429 of an older epoch does not decrease again
-	waiters  []chan ticket // FIFO; a waiter is granted by a send on its (buffered) channel
-
-	rateLimited uint64 // answers rate_limited, ever
-}
-
-// ticket is a granted slot; epoch is the limiter's epoch when it was granted.
-type ticket struct{ epoch uint64 }
-
-func (l *limiter) acquire(ctx context.Context) (ticket, error) {
-	l.mu.Lock()
-	if len(l.waiters) == 0 && l.inflight < l.limit {
-		l.inflight++
-		t := ticket{l.epoch}
-		l.mu.Unlock()
-		return t, nil
-	}
-	ch := make(chan ticket, 1)
-	l.waiters = append(l.waiters, ch)
-	l.mu.Unlock()
-
-	select {
-	case t := <-ch:
-		if err := ctx.Err(); err != nil {
-			l.release(t, false, false)
-			return ticket{}, err
-		}
-		return t, nil
-	case <-ctx.Done():
-		l.mu.Lock()
-		for i, w := range l.waiters {
-			if w == ch {
-				l.waiters = append(l.waiters[:i], l.waiters[i+1:]...)
-				l.mu.Unlock()
-				return ticket{}, ctx.Err()
-			}
-		}
-		l.mu.Unlock()
-		// Granted while giving up: hand the slot back.
-		l.release(<-ch, false, false)
-		return ticket{}, ctx.Err()
-	}
-}
-
-// release returns a slot. ok: the send succeeded; limited: it was answered rate_limited.
-func (l *limiter) release(t ticket, ok, limited bool) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.inflight--
-	switch {
-	case limited:
-		l.rateLimited++
-		if t.epoch == l.epoch {
-			l.limit = max(1, l.limit/2)
-			l.epoch++
-		}
-		l.streak = 0
-	case ok:
-		l.streak++
-		if l.streak >= l.limit && l.limit < l.max {
-			l.limit++
-			l.streak = 0
-		}
-	}
-	for len(l.waiters) > 0 && l.inflight < l.limit {
-		ch := l.waiters[0]
-		l.waiters[0] = nil
-		l.waiters = l.waiters[1:]
-		l.inflight++
-		ch <- ticket{l.epoch}
 	}
 }

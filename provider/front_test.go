@@ -63,8 +63,10 @@ func script(sends *atomic.Int64, outs ...Outcome) Adapter {
 
 func TestFrontRetryAfterHonoured(t *testing.T) {
 	var sends atomic.Int64
-	sl := &sleepRecorder{}
+	clock := newFakeClock()
+	sl := &sleepRecorder{hook: clock.Advance}
 	f := NewFront("fake", script(&sends, failWith(429, ReasonRateLimited, 1234), okText("hi")), FrontConfig{Sleep: sl.Sleep})
+	f.lim.clock = clock
 	out := f.Complete(context.Background(), []Request{req("a")})
 	if len(out) != 1 || out[0].Err != nil || Text(out[0].Response.Message) != "hi" {
 		t.Fatalf("outcome = %+v, want hi", out)
@@ -158,11 +160,10 @@ func TestFrontBackoffCapped(t *testing.T) {
 
 func TestFrontDeadline(t *testing.T) {
 	var sends atomic.Int64
-	var mu sync.Mutex
-	clock := time.Unix(1_700_000_000, 0)
-	sl := &sleepRecorder{hook: func(d time.Duration) { mu.Lock(); clock = clock.Add(d); mu.Unlock() }}
+	clock := newFakeClock()
+	sl := &sleepRecorder{hook: clock.Advance}
 	f := NewFront("fake", script(&sends, failWith(429, ReasonRateLimited, 25_000)), FrontConfig{Sleep: sl.Sleep})
-	f.now = func() time.Time { mu.Lock(); defer mu.Unlock(); return clock }
+	f.lim.clock = clock
 	out := f.Complete(context.Background(), []Request{req("a")})
 	// Sends at 0 s, 25 s, 50 s; a fourth at 75 s would be past the 60 s budget.
 	if sends.Load() != 3 {
@@ -176,6 +177,7 @@ func TestFrontDeadline(t *testing.T) {
 	// A hint longer than the whole budget fails at once, the hint kept.
 	sends.Store(0)
 	f = NewFront("fake", script(&sends, failWith(429, ReasonRateLimited, 120_000)), FrontConfig{Sleep: sl.Sleep})
+	f.lim.clock = clock
 	out = f.Complete(context.Background(), []Request{req("a")})
 	if sends.Load() != 1 || out[0].Err == nil || out[0].Err.Details["retry_after_ms"] != int64(120_000) {
 		t.Errorf("sends = %d, outcome = %+v; want 1 send and the hint surfaced", sends.Load(), out[0])

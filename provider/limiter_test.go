@@ -1,0 +1,290 @@
+package provider
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+)
+
+// lim is a limiter on a fake clock with helpers that keep the tests short.
+type lim struct {
+	*limiter
+	t     *testing.T
+	clock *fakeClock
+}
+
+func newLim(t *testing.T, initial, maximum, rpm, tpm int) *lim {
+	c := newFakeClock()
+	return &lim{limiter: newLimiter(c, initial, maximum, rpm, tpm), t: t, clock: c}
+}
+
+// take acquires n tickets that must be granted at once.
+func (l *lim) take(n int) []ticket {
+	l.t.Helper()
+	var ts []ticket
+	for range n {
+		if !l.free() {
+			l.t.Fatalf("ticket %d of %d not free: %+v", len(ts)+1, n, l.stats())
+		}
+		tk, err := l.acquire(context.Background(), 1)
+		if err != nil {
+			l.t.Fatal(err)
+		}
+		ts = append(ts, tk)
+	}
+	return ts
+}
+
+// free reports whether a ticket would be granted now.
+func (l *lim) free() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.waiters) == 0 && l.admits(l.clock.Now(), 1)
+}
+
+// round is one full round of slow start: fill the limit, let a round trip pass, answer all.
+func (l *lim) round(rtt time.Duration) {
+	ts := l.take(l.stats().Limit - l.stats().InFlight)
+	l.clock.Advance(rtt)
+	for _, t := range ts {
+		l.release(t, outcome{ok: true})
+	}
+}
+
+func TestLimiterSlowStartDoublesPerRound(t *testing.T) {
+	l := newLim(t, 8, 1024, 0, 0)
+	for _, want := range []int{16, 32, 64, 128, 256, 512, 1024, 1024} {
+		l.round(200 * time.Millisecond)
+		if got := l.stats().Limit; got != want {
+			t.Fatalf("limit after a round = %d, want %d", got, want)
+		}
+	}
+}
+
+// A lone caller (one request at a time) never raises the limit: it is not what holds it back.
+func TestLimiterDoesNotGrowWhenUnused(t *testing.T) {
+	l := newLim(t, 8, 1024, 0, 0)
+	for range 100 {
+		tk := l.take(1)
+		l.clock.Advance(100 * time.Millisecond)
+		l.release(tk[0], outcome{ok: true})
+	}
+	if got := l.stats().Limit; got != 8 {
+		t.Errorf("limit = %d, want 8 (never in use)", got)
+	}
+}
+
+// The first rate-limited answer halves the limit once for the whole congestion event, sets the
+// capacity found (what was in flight beside the refused send) as the end of slow start, and a
+// success of a send made before it does not grow the limit.
+func TestLimiterCongestionHalvesOnceAndFindsCapacity(t *testing.T) {
+	l := newLim(t, 8, 1024, 0, 0)
+	l.round(time.Millisecond) // 16
+	l.round(time.Millisecond) // 32
+	ts := l.take(32)          // a server that admits 20: the 21st to the 32nd are refused
+	for _, tk := range ts[20:] {
+		l.release(tk, outcome{limited: true})
+	}
+	st := l.stats()
+	if st.Limit != 16 || st.RateLimited != 12 {
+		t.Fatalf("after 12 refusals: %+v, want limit 16 (halved once), 12 rate-limited", st)
+	}
+	if l.ssthresh != 20 || l.capacity != 20 {
+		t.Errorf("ssthresh %d, capacity %d; want 20, 20 (the refused send of level 21 saw 20 beside it)", l.ssthresh, l.capacity)
+	}
+	for _, tk := range ts[:20] { // answered, but sent before the decrease
+		l.release(tk, outcome{ok: true})
+	}
+	if got := l.stats().Limit; got != 16 {
+		t.Errorf("limit = %d after old successes, want 16", got)
+	}
+	l.round(time.Millisecond) // slow start again, up to the capacity found
+	if got := l.stats().Limit; got != 20 {
+		t.Errorf("limit = %d after a round, want 20 (slow start stops at ssthresh)", got)
+	}
+}
+
+// Above ssthresh the limit grows by one per limit successes, and not during the hold after a
+// congestion event; a congestion event that finds no more capacity doubles the hold.
+func TestLimiterCongestionAvoidanceAndHold(t *testing.T) {
+	l := newLim(t, 4, 1024, 0, 0)
+	ts := l.take(4)
+	l.release(ts[3], outcome{limited: true}) // capacity 3
+	for _, tk := range ts[:3] {
+		l.release(tk, outcome{ok: true})
+	}
+	if st := l.stats(); st.Limit != 2 || l.ssthresh != 3 || l.hold != probeHold {
+		t.Fatalf("after the 429: limit %d ssthresh %d hold %s", st.Limit, l.ssthresh, l.hold)
+	}
+	l.round(time.Millisecond) // slow start to 3
+	for range 20 {
+		l.round(time.Millisecond) // held
+	}
+	if got := l.stats().Limit; got != 3 {
+		t.Fatalf("limit = %d during the hold, want 3", got)
+	}
+	l.clock.Advance(probeHold)
+	l.round(time.Millisecond) // 3 successes at limit 3: +1
+	if got := l.stats().Limit; got != 4 {
+		t.Fatalf("limit = %d after the hold and one round, want 4", got)
+	}
+	l.round(time.Millisecond) // 4 successes at limit 4: +1
+	if got := l.stats().Limit; got != 5 {
+		t.Fatalf("limit = %d, want 5", got)
+	}
+	// The probe fails where the last one did: the hold doubles.
+	ts = l.take(5)
+	l.release(ts[4], outcome{limited: true}) // level 5: capacity 4, not more than 3+10%… (3 → 4 is more)
+	if l.hold != probeHold {
+		t.Errorf("hold = %s after finding more capacity (4 > 3), want %s", l.hold, probeHold)
+	}
+	for _, tk := range ts[:4] {
+		l.release(tk, outcome{ok: true})
+	}
+	ts = l.take(l.stats().Limit)
+	l.release(ts[len(ts)-1], outcome{limited: true}) // no more capacity than 4
+	if l.hold != 2*probeHold {
+		t.Errorf("hold = %s after a probe that found no more capacity, want %s", l.hold, 2*probeHold)
+	}
+}
+
+// Successes whose smoothed latency climbs past three times the floor end slow start (the provider
+// queues): the limit is kept and grows additively from then on.
+func TestLimiterLatencyEndsSlowStart(t *testing.T) {
+	l := newLim(t, 8, 1024, 0, 0)
+	l.round(10 * time.Millisecond) // 16
+	if got := l.stats().Limit; got != 16 {
+		t.Fatalf("limit = %d", got)
+	}
+	for range 4 {
+		l.round(100 * time.Millisecond) // queueing: ten times the floor
+	}
+	// Doubling would have reached 256; slow start ended at 17, early in the first slow round, and
+	// the three rounds after it add one each (congestion avoidance).
+	if got := l.stats().Limit; got != 20 || l.ssthresh != 17 {
+		t.Errorf("limit = %d, ssthresh %d; want 20 and 17: slow start ended, then +1 per round", got, l.ssthresh)
+	}
+}
+
+// A Retry-After pauses every send until it passes; the queue is woken by the clock, in order.
+func TestLimiterRetryAfterPausesEveryone(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	l := newLim(t, 8, 1024, 0, 0)
+	queued := make(chan struct{}, 8)
+	l.queued = func() { queued <- struct{}{} }
+	ts := l.take(2)
+	l.release(ts[0], outcome{limited: true, retryAfter: time.Second})
+	if l.free() {
+		t.Fatal("a send is free during the pause")
+	}
+	got := make(chan ticket, 2)
+	for range 2 {
+		go func() {
+			tk, err := l.acquire(context.Background(), 1)
+			if err != nil {
+				t.Error(err)
+			}
+			got <- tk
+		}()
+		<-queued
+	}
+	if st := l.stats(); st.Waiting != 2 || l.clock.pending() != 1 {
+		t.Fatalf("%+v, %d wake timers; want 2 waiting, 1 wake", st, l.clock.pending())
+	}
+	l.clock.Advance(999 * time.Millisecond)
+	if st := l.stats(); st.Waiting != 2 {
+		t.Fatalf("%+v before the pause ends", st)
+	}
+	l.clock.Advance(time.Millisecond)
+	a, b := <-got, <-got
+	if st := l.stats(); st.Waiting != 0 || st.InFlight != 3 || a.level+b.level != 2+3 {
+		t.Errorf("after the pause: %+v, levels %d and %d", st, a.level, b.level)
+	}
+}
+
+// RPM: no more sends than the budget in any minute; the queue waits for the oldest to expire.
+func TestLimiterRPMBudget(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	l := newLim(t, 8, 1024, 3, 0)
+	queued := make(chan struct{}, 1)
+	l.queued = func() { queued <- struct{}{} }
+	ts := l.take(3)
+	for _, tk := range ts {
+		l.clock.Advance(10 * time.Second)
+		l.release(tk, outcome{ok: true})
+	}
+	if l.free() {
+		t.Fatal("a fourth send within the minute is free")
+	}
+	got := make(chan struct{})
+	go func() {
+		if _, err := l.acquire(context.Background(), 1); err != nil {
+			t.Error(err)
+		}
+		close(got)
+	}()
+	<-queued
+	l.clock.Advance(29 * time.Second) // 59 s after the first send
+	select {
+	case <-got:
+		t.Fatal("granted before the first send left the window")
+	default:
+	}
+	l.clock.Advance(time.Second)
+	<-got
+}
+
+// TPM: the estimate counts before the send, the reported usage replaces it; a request larger than
+// the whole budget goes alone.
+func TestLimiterTPMBudget(t *testing.T) {
+	l := newLim(t, 8, 1024, 0, 1000)
+	l.mu.Lock()
+	a := l.grant(l.clock.Now(), 600)
+	fits := l.admits(l.clock.Now(), 500)
+	l.mu.Unlock()
+	if fits {
+		t.Fatal("600 + 500 tokens fit a budget of 1000")
+	}
+	l.release(a, outcome{ok: true, tokens: 300}) // it used 300 of the 600 estimated
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if !l.admits(l.clock.Now(), 500) {
+		t.Error("300 reported + 500 do not fit 1000")
+	}
+	l.clock.Advance(time.Minute)
+	if !l.admits(l.clock.Now(), 5000) {
+		t.Error("an empty window refuses one request larger than the budget")
+	}
+}
+
+// A waiter whose context ends leaves the queue at once, and the one behind it moves up.
+func TestLimiterCancelledWaiterLeaves(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	l := newLim(t, 1, 1024, 0, 0)
+	queued := make(chan struct{}, 2)
+	l.queued = func() { queued <- struct{}{} }
+	first := l.take(1)
+	ctx, cancel := context.WithCancel(context.Background())
+	errc := make(chan error)
+	go func() { _, err := l.acquire(ctx, 1); errc <- err }()
+	<-queued
+	next := make(chan ticket)
+	go func() { tk, _ := l.acquire(context.Background(), 1); next <- tk }()
+	<-queued
+	cancel()
+	if err := <-errc; !errors.Is(err, context.Canceled) {
+		t.Fatalf("err = %v, want context.Canceled", err)
+	}
+	if st := l.stats(); st.Waiting != 1 {
+		t.Fatalf("%+v, want 1 waiting", st)
+	}
+	l.release(first[0], outcome{ok: true})
+	tk := <-next
+	l.release(tk, outcome{ok: true})
+	if st := l.stats(); st.InFlight != 0 || st.Waiting != 0 {
+		t.Errorf("%+v, want empty", st)
+	}
+}
