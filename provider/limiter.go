@@ -203,7 +203,7 @@ func (l *limiter) congested(now time.Time, t ticket, retryAfter time.Duration) {
 		// smallest any refused send of the event reveals.
 		if found < l.capacity {
 			l.capacity = found
-			l.ssthresh = max(found, l.limit)
+			l.ssthresh = max(belowCapacity(found), l.limit)
 		}
 		return
 	}
@@ -215,13 +215,19 @@ func (l *limiter) congested(now time.Time, t ticket, retryAfter time.Duration) {
 	}
 	l.capacity = found
 	l.limit = max(1, l.limit/2)
-	l.ssthresh = max(found, l.limit)
+	l.ssthresh = max(belowCapacity(found), l.limit)
 	start := now
 	if l.paused.After(start) {
 		start = l.paused
 	}
 	l.holdUntil = start.Add(l.hold)
 }
+
+// belowCapacity is where slow start stops after a congestion event that revealed capacity c: a
+// sixteenth below it. c is an upper bound that counts, besides what the provider was serving, the
+// answers it had sent that the client had not read yet (many under load), and every overshoot costs
+// a Retry-After pause for every caller; congestion avoidance finds the rest after the hold.
+func belowCapacity(c int) int { return max(1, c-c/16) }
 
 func (l *limiter) succeeded(now time.Time, t ticket) {
 	lat := now.Sub(t.sent)

@@ -33,7 +33,12 @@ package openai_test
 //   - max-inflight: the most requests inside the server's handler at once (admitted or being
 //     refused).
 //   - ms-to-full ("unlimited" only): the time from the start until the server first had
-//     min(jobs, provider.DefaultMaxLimit) requests in flight at once; -1 if it never did.
+//     min(jobs, provider.DefaultMaxLimit) requests in flight at once; -1 if it never did. With
+//     jobs of two requests each it cannot happen unless the limiter lets every first request go
+//     at once: jobs whose first answer came back sooner are already done or on their second.
+//   - ms-to-unheld ("unlimited" only): the time until no request waits in the limiter any more
+//     (sampled every 5 ms): the limiter has reached the demand, min(jobs left, maximum); the
+//     latest over the runs.
 
 import (
 	"context"
@@ -137,7 +142,8 @@ type capRun struct {
 	firstFailure     string
 	maxIn            int
 	fullAt           time.Duration
-	capacityRequests int // C used in the window and goodput-frac
+	capacityRequests int           // C used in the window and goodput-frac
+	unheld           time.Duration // when the limiter stopped holding requests back; -1: never
 }
 
 func runCapacity(b *testing.B, limit int) capRun {
@@ -173,6 +179,30 @@ func runCapacity(b *testing.B, limit int) capRun {
 	srv.mu.Lock()
 	srv.start = start
 	srv.mu.Unlock()
+	// unheld: the first moment, once requests queued in the limiter, that none waits any more
+	// (sampled every 5 ms): from then on the limiter holds nothing back.
+	stopSampling := make(chan struct{})
+	var sampling sync.WaitGroup
+	unheld := time.Duration(-1)
+	sampling.Go(func() {
+		tick := time.NewTicker(5 * time.Millisecond)
+		defer tick.Stop()
+		queued := false
+		for {
+			select {
+			case <-stopSampling:
+				return
+			case <-tick.C:
+			}
+			st := front.Stats()
+			if st.Waiting > 0 {
+				queued = true
+			} else if queued && st.InFlight > 0 {
+				unheld = time.Since(start)
+				return
+			}
+		}
+	})
 	for j := range capJobs {
 		wg.Go(func() {
 			for turn := range capTurns {
@@ -193,12 +223,14 @@ func runCapacity(b *testing.B, limit int) capRun {
 	}
 	wg.Wait()
 	wall := time.Since(start)
+	close(stopSampling)
+	sampling.Wait()
 
 	c := limit
 	if c == 0 {
 		c = target
 	}
-	r := capRun{wall: wall, failed: int(failed.Load()), capacityRequests: c}
+	r := capRun{wall: wall, failed: int(failed.Load()), capacityRequests: c, unheld: unheld}
 	if f, ok := firstFailure.Load().(string); ok {
 		r.firstFailure = f
 	}
@@ -246,6 +278,7 @@ func BenchmarkCapacity(b *testing.B) {
 			var sum capRun
 			var goodput float64
 			neverFull := false
+			var unheldMax time.Duration // the latest over the runs; -1 when one never got there
 			for b.Loop() {
 				r := runCapacity(b, limit)
 				b.Logf("wall %.2fs, window [%.2fs, %.2fs], goodput %.1f req/s (%.3f of C/L with C=%d), %d sends, %d answered 429, %d failed, max in flight %d, ms to full %d",
@@ -263,6 +296,11 @@ func BenchmarkCapacity(b *testing.B) {
 				sum.refused += r.refused
 				sum.maxIn = max(sum.maxIn, r.maxIn)
 				sum.capacityRequests = r.capacityRequests
+				if r.unheld < 0 || unheldMax < 0 {
+					unheldMax = -1
+				} else {
+					unheldMax = max(unheldMax, r.unheld)
+				}
 				if r.fullAt < 0 {
 					neverFull = true
 				} else {
@@ -289,6 +327,7 @@ func BenchmarkCapacity(b *testing.B) {
 					ms = float64(sum.fullAt.Milliseconds()) / n
 				}
 				b.ReportMetric(ms, "ms-to-full")
+				b.ReportMetric(float64(unheldMax.Milliseconds()), "ms-to-unheld")
 			}
 		})
 	}
