@@ -13,63 +13,32 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/nikahq/nika/provider/providertest"
 )
 
-// capacityOpenAI is an OpenAI-compatible provider with a fixed capacity: it admits limit requests
-// (0: any number) at once, answers each admitted one after latency (the simulated provider's latency, not
-// synchronization of the test), and answers 429 with retry-after-ms: 200 (the hint OpenAI's API
-// sends, WIRES.md §4.4: one round trip here) to a request that arrives while
-// limit are being served. It scripts a two-turn agent: a request without tool results gets a call
-// to nika:hash of the item named in the prompt; one with tool results gets the final answer
-// "done <item>".
-type capacityOpenAI struct {
-	limit   int
-	latency time.Duration
-
-	mu                                 sync.Mutex
-	admitted, inside, maxIn            int
-	sends, refused, toolTurns, answers int
-	unknown                            []string // prompts with no item, for the failure message
+// capacityAgent answers a scripted two-turn agent behind a providertest.Capacity: a request
+// without tool results gets a call to nika:hash of the item named in the prompt; one with tool
+// results gets the final answer "done <item>".
+type capacityAgent struct {
+	mu                 sync.Mutex
+	toolTurns, answers int
+	unknown            []string // prompts with no item, for the failure message
 }
 
 var capacityItem = regexp.MustCompile(`\bi[0-9]{3}\b`)
 
-func (s *capacityOpenAI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	b, _ := io.ReadAll(r.Body)
-	s.mu.Lock()
-	s.sends++
-	s.inside++
-	s.maxIn = max(s.maxIn, s.inside)
-	admit := s.limit == 0 || s.admitted < s.limit
-	if admit {
-		s.admitted++
-	} else {
-		s.refused++
-	}
-	s.mu.Unlock()
-	defer func() {
-		s.mu.Lock()
-		s.inside--
-		if admit {
-			s.admitted--
-		}
-		s.mu.Unlock()
-	}()
-	w.Header().Set("Content-Type", "application/json")
-	if !admit {
-		w.Header().Set("Retry-After-Ms", "200")
-		w.WriteHeader(http.StatusTooManyRequests)
-		io.WriteString(w, `{"error":{"message":"Rate limit reached","type":"requests","code":"rate_limit_exceeded"}}`)
-		return
-	}
-	t := time.NewTimer(s.latency)
-	defer t.Stop()
-	select {
-	case <-t.C:
-	case <-r.Context().Done():
-		return
-	}
+// newCapacityServer is an OpenAI-compatible provider serving limit requests at once (0: any
+// number) with latency, and answering 429 with retry-after-ms: 200 (the hint OpenAI's API sends,
+// WIRES.md §4.4: one round trip here) to a request that arrives while limit are being served.
+func newCapacityServer(limit int, latency time.Duration) (*providertest.Capacity, *capacityAgent) {
+	a := &capacityAgent{}
+	return &providertest.Capacity{Limit: limit, Latency: latency, Refusal: http.Header{"Retry-After-Ms": {"200"}}, Next: a}, a
+}
 
+func (s *capacityAgent) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	b, _ := io.ReadAll(r.Body)
+	w.Header().Set("Content-Type", "application/json")
 	var req struct {
 		Messages []struct {
 			Role    string          `json:"role"`
@@ -159,7 +128,7 @@ outputs:
 		t.Fatal(err)
 	}
 
-	run := func(fake *capacityOpenAI) (result, time.Duration) {
+	run := func(fake http.Handler) (result, time.Duration) {
 		srv := httptest.NewServer(fake)
 		defer srv.Close()
 		start := time.Now()
@@ -167,20 +136,22 @@ outputs:
 			"run", "capacity.nika.yaml", "--no-trace", "--quiet")
 		return r, time.Since(start)
 	}
-	if r, _ := run(&capacityOpenAI{}); r.code != 0 {
+	unlimited, _ := newCapacityServer(0, 0)
+	if r, _ := run(unlimited); r.code != 0 {
 		t.Fatalf("warm-up run: exit %d\nstderr: %s", r.code, r.stderr)
 	}
-	_, baseline := run(&capacityOpenAI{})
+	_, baseline := run(unlimited)
 	bound := capBound*3/2 + baseline
 
-	fake := &capacityOpenAI{limit: capacity, latency: latency}
+	fake, agent := newCapacityServer(capacity, latency)
 	r, took := run(fake)
 
-	fake.mu.Lock()
+	c := fake.Counts()
+	agent.mu.Lock()
 	stats := fmt.Sprintf("server: %d requests, %d answered 429, %d tool turns, %d final answers, at most %d in flight",
-		fake.sends, fake.refused, fake.toolTurns, fake.answers, fake.maxIn)
-	unknown := fake.unknown
-	fake.mu.Unlock()
+		c.Sends, c.Refused, agent.toolTurns, agent.answers, c.MaxInFlight)
+	unknown := agent.unknown
+	agent.mu.Unlock()
 	t.Logf("nika run took %v (bound %v: 1.5 × %v + the unlimited run's %v); %s", took.Round(time.Millisecond), bound, capBound, baseline.Round(time.Millisecond), stats)
 	if len(unknown) > 0 {
 		t.Errorf("%d requests named no item; the first: %s", len(unknown), unknown[0])

@@ -54,6 +54,7 @@ import (
 
 	"github.com/nikahq/nika/provider"
 	"github.com/nikahq/nika/provider/openai"
+	"github.com/nikahq/nika/provider/providertest"
 )
 
 const (
@@ -64,68 +65,38 @@ const (
 	capMinWindowLen = time.Second
 )
 
-// capServer is the simulated provider: it admits limit requests at once (0: no limit), each answered
-// after latency; others get 429 with Retry-After: 1.
+// capServer is the simulated provider: a providertest.Capacity of limit requests at once (0: no
+// limit), each answered after latency, others answered 429 with Retry-After: 1; it times the first
+// moment target requests were inside (ms-to-full).
 type capServer struct {
-	limit   int
-	latency time.Duration
-	target  int       // in-flight count whose first occurrence is timed (ms-to-full)
-	start   time.Time // set before the workload starts; read by the handler
+	*providertest.Capacity
+	target int
 
-	mu       sync.Mutex
-	admitted int // being served
-	inside   int // in the handler, admitted or being refused
-	maxIn    int
-	sends    int
-	refused  int
-	fullAt   time.Duration // -1 until inside first reached target
+	mu     sync.Mutex
+	start  time.Time     // set before the workload starts
+	fullAt time.Duration // -1 until inside first reached target
 }
 
 const capReply = `{"id":"chatcmpl-bench","object":"chat.completion","model":"gpt-bench",` +
 	`"choices":[{"index":0,"message":{"role":"assistant","content":"ok"},"finish_reason":"stop"}],` +
 	`"usage":{"prompt_tokens":12,"completion_tokens":1,"total_tokens":13}}`
 
-func (s *capServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	_, _ = io.Copy(io.Discard, r.Body)
-	s.mu.Lock()
-	s.sends++
-	s.inside++
-	if s.inside > s.maxIn {
-		s.maxIn = s.inside
-	}
-	if s.fullAt < 0 && s.inside >= s.target {
-		s.fullAt = time.Since(s.start)
-	}
-	admit := s.limit == 0 || s.admitted < s.limit
-	if admit {
-		s.admitted++
-	} else {
-		s.refused++
-	}
-	s.mu.Unlock()
-	defer func() {
-		s.mu.Lock()
-		s.inside--
-		if admit {
-			s.admitted--
-		}
-		s.mu.Unlock()
-	}()
-	w.Header().Set("Content-Type", "application/json")
-	if !admit {
-		w.Header().Set("Retry-After", "1")
-		w.WriteHeader(http.StatusTooManyRequests)
-		_, _ = io.WriteString(w, `{"error":{"message":"Rate limit reached","type":"requests","code":"rate_limit_exceeded"}}`)
-		return
-	}
-	t := time.NewTimer(s.latency) // the provider's latency
-	defer t.Stop()
-	select {
-	case <-t.C:
-	case <-r.Context().Done():
-		return
-	}
-	_, _ = io.WriteString(w, capReply)
+func newCapServer(limit, target int) *capServer {
+	s := &capServer{target: target, fullAt: -1}
+	s.Capacity = &providertest.Capacity{Limit: limit, Latency: capLatency, Refusal: http.Header{"Retry-After": {"1"}},
+		Next: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			_, _ = io.Copy(io.Discard, r.Body)
+			w.Header().Set("Content-Type", "application/json")
+			_, _ = io.WriteString(w, capReply)
+		}),
+		Entered: func(inside int) {
+			s.mu.Lock()
+			defer s.mu.Unlock()
+			if s.fullAt < 0 && inside >= s.target {
+				s.fullAt = time.Since(s.start)
+			}
+		}}
+	return s
 }
 
 // capClient is the HTTP client cmd/nika/providers.go gives the provider adapters.
@@ -149,7 +120,7 @@ type capRun struct {
 func runCapacity(b *testing.B, limit int) capRun {
 	b.Helper()
 	target := min(capJobs, provider.DefaultMaxLimit)
-	srv := &capServer{limit: limit, latency: capLatency, target: target, fullAt: -1}
+	srv := newCapServer(limit, target)
 	hs := httptest.NewServer(srv)
 	defer hs.Close()
 	client := capClient()
@@ -234,8 +205,10 @@ func runCapacity(b *testing.B, limit int) capRun {
 	if f, ok := firstFailure.Load().(string); ok {
 		r.firstFailure = f
 	}
+	counts := srv.Counts()
+	r.sends, r.refused, r.maxIn = counts.Sends, counts.Refused, counts.MaxInFlight
 	srv.mu.Lock()
-	r.sends, r.refused, r.maxIn, r.fullAt = srv.sends, srv.refused, srv.maxIn, srv.fullAt
+	r.fullAt = srv.fullAt
 	srv.mu.Unlock()
 
 	slices.Sort(done)
