@@ -46,11 +46,17 @@ type FrontConfig struct {
 // on this instance (AGENT.md §11.2), retries of transient failures honouring retry_after_ms, and
 // batch-first Complete. Build one Front per provider and share it; it is safe for concurrent use.
 //
-// The limiter (see limiter) starts in slow start: the limit doubles per round of successes, until a
-// rate_limited answer or latency rising well above the floor seen so far; then it grows by 1 per
-// `limit` successes and halves on a rate_limited answer (at most once per congestion event, never
-// below 1), between InitialLimit and MaxLimit. Decisions the design left open:
+// The limiter (see limiter) starts in slow start: the limit grows per round of successes (fourfold
+// below 128, then doubling), until a rate_limited answer or latency rising well above the floor
+// seen so far; then it grows by 1 per `limit` successes and halves on a rate_limited answer (at
+// most once per congestion event, never below 1), between InitialLimit and MaxLimit. Decisions the
+// design left open:
 //
+//   - Slow start's new slots are paced: they open one at a time over a round at the floor latency,
+//     so the overshoot past a provider's capacity is what goes out while the first refusal is on
+//     its way back, not a whole step of the limit. Fourfold growth gets a local server batching a
+//     thousand requests to full use in under six rounds; doubling above 128 keeps that overshoot
+//     small where a step would be hundreds of requests.
 //   - A rate_limited answer also reveals a capacity: the requests that were in flight beside the
 //     refused one. Slow start resumes after the halving, up to that capacity, so a provider that
 //     limits concurrency is back at its capacity one round after the pause; the limit then stays

@@ -13,6 +13,15 @@ const (
 	slowStartExit = 3
 	// latencySamples successes are needed before latency can end slow start.
 	latencySamples = 8
+	// slowStartGain is what each success adds to the limit in slow start below slowStartFast (the
+	// limit grows (1+slowStartGain)-fold per round), and 1 above it (it doubles per round). The new
+	// slots open one at a time, paced over a round at the floor latency, so an overshoot is bounded
+	// by how fast the first refusal comes back, not by the size of the step; above slowStartFast the
+	// step, and so the overshoot while a refusal is on its way back, is kept smaller.
+	slowStartGain = 3
+	slowStartFast = 128
+	// paceMin is the shortest time between two slots opened by pacing.
+	paceMin = 50 * time.Microsecond
 	// probeHold is how long, after a congestion event, the limit stays at or below the capacity it
 	// found before it grows again; it doubles at each congestion event that finds no more capacity
 	// than the one before (a probe that failed), up to probeHoldMax, and is back to probeHold when
@@ -42,7 +51,8 @@ func (realClock) AfterFunc(d time.Duration, f func()) func() bool {
 // saying how the send went.
 //
 // The limit starts in slow start: each success of a send made while the limit was in use raises it
-// by 1, so it doubles per round of requests, up to ssthresh. The first sign of congestion ends slow
+// by gain (3 below slowStartFast, then 1), so it quadruples, then doubles, per round of requests, up
+// to ssthresh; the new slots open paced over the round (catchUp). The first sign of congestion ends slow
 // start: a rate_limited answer (which halves the limit and sets ssthresh to the capacity it
 // revealed: the requests that were in flight beside the refused one), or the smoothed latency
 // rising past slowStartExit times the floor (ssthresh becomes the limit, which is kept). Above
@@ -58,7 +68,9 @@ type limiter struct {
 	clock clock
 
 	limit, max int
-	ssthresh   int // slow start while limit < ssthresh
+	open       int       // slots usable now: the limit, less what pacing has not opened yet
+	paceAt     time.Time // when pacing opens the next slot; zero when open == limit
+	ssthresh   int       // slow start while limit < ssthresh
 	inflight   int
 	streak     int    // successes since the last additive increase
 	epoch      uint64 // bumped on every decrease
@@ -107,7 +119,7 @@ type outcome struct {
 }
 
 func newLimiter(c clock, initial, maximum, rpm, tpm int) *limiter {
-	l := &limiter{clock: c, limit: initial, max: maximum, ssthresh: maximum, hold: probeHold}
+	l := &limiter{clock: c, limit: initial, open: initial, max: maximum, ssthresh: maximum, hold: probeHold}
 	if rpm > 0 {
 		l.rpm = &budget{size: rpm}
 	}
@@ -163,8 +175,40 @@ func (l *limiter) acquire(ctx context.Context, tokens int) (ticket, error) {
 
 // admits reports whether a send of tokens may start now.
 func (l *limiter) admits(now time.Time, tokens int) bool {
-	return l.inflight < l.limit && !now.Before(l.paused) &&
+	l.catchUp(now)
+	return l.inflight < l.open && !now.Before(l.paused) &&
 		l.rpm.admits(now, 1) && l.tpm.admits(now, tokens)
+}
+
+// gain is what a success adds to the limit in slow start.
+func (l *limiter) gain() int {
+	if l.limit < slowStartFast {
+		return slowStartGain
+	}
+	return 1
+}
+
+// catchUp opens the slots pacing lets open by now: one per floor/(gain·limit), so that the
+// growth of a round is spread over the round. Before any latency is known, nothing is paced.
+func (l *limiter) catchUp(now time.Time) {
+	if l.open >= l.limit || l.floor <= 0 {
+		l.open, l.paceAt = l.limit, time.Time{}
+		return
+	}
+	every := max(l.floor/time.Duration(l.gain()*l.limit), paceMin)
+	if l.paceAt.IsZero() {
+		l.paceAt = now
+	}
+	if now.Before(l.paceAt) {
+		return
+	}
+	n := 1 + int(now.Sub(l.paceAt)/every)
+	l.open = min(l.limit, l.open+n)
+	if l.open >= l.limit {
+		l.paceAt = time.Time{}
+	} else {
+		l.paceAt = l.paceAt.Add(time.Duration(n) * every)
+	}
 }
 
 func (l *limiter) grant(now time.Time, tokens int) ticket {
@@ -215,6 +259,7 @@ func (l *limiter) congested(now time.Time, t ticket, retryAfter time.Duration) {
 	}
 	l.capacity = found
 	l.limit = max(1, l.limit/2)
+	l.open = min(l.open, l.limit)
 	l.ssthresh = max(belowCapacity(found), l.limit)
 	start := now
 	if l.paused.After(start) {
@@ -251,7 +296,7 @@ func (l *limiter) succeeded(now time.Time, t ticket) {
 			l.ssthresh = l.limit // queueing: slow start is over, the limit is kept
 			return
 		}
-		l.limit = min(l.limit+1, l.ssthresh, l.max)
+		l.limit = min(l.limit+l.gain(), l.ssthresh, l.max)
 		return
 	}
 	if now.Before(l.holdUntil) {
@@ -279,6 +324,9 @@ func (l *limiter) pump(now time.Time) {
 		return // nothing waits, or a release will pump
 	}
 	at := l.paused
+	if l.inflight >= l.open && l.paceAt.After(at) {
+		at = l.paceAt
+	}
 	if t := l.rpm.free(now, 1); t.After(at) {
 		at = t
 	}

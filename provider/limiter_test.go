@@ -26,6 +26,9 @@ func (l *lim) take(n int) []ticket {
 	l.t.Helper()
 	var ts []ticket
 	for range n {
+		for i := 0; !l.free() && l.pacing() && i < 1e6; i++ {
+			l.clock.Advance(paceMin) // pacing opens the slot a little later
+		}
 		if !l.free() {
 			l.t.Fatalf("ticket %d of %d not free: %+v", len(ts)+1, n, l.stats())
 		}
@@ -36,6 +39,14 @@ func (l *lim) take(n int) []ticket {
 		ts = append(ts, tk)
 	}
 	return ts
+}
+
+// pacing reports whether slots of the limit are still to be opened by pacing.
+func (l *lim) pacing() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.catchUp(l.clock.Now())
+	return l.open < l.limit
 }
 
 // free reports whether a ticket would be granted now.
@@ -54,9 +65,10 @@ func (l *lim) round(rtt time.Duration) {
 	}
 }
 
-func TestLimiterSlowStartDoublesPerRound(t *testing.T) {
+// Slow start: the limit quadruples per round below slowStartFast, then doubles, up to the maximum.
+func TestLimiterSlowStartGrowsPerRound(t *testing.T) {
 	l := newLim(t, 8, 1024, 0, 0)
-	for _, want := range []int{16, 32, 64, 128, 256, 512, 1024, 1024} {
+	for _, want := range []int{32, 128, 256, 512, 1024, 1024} {
 		l.round(200 * time.Millisecond)
 		if got := l.stats().Limit; got != want {
 			t.Fatalf("limit after a round = %d, want %d", got, want)
@@ -82,7 +94,6 @@ func TestLimiterDoesNotGrowWhenUnused(t *testing.T) {
 // success of a send made before it does not grow the limit.
 func TestLimiterCongestionHalvesOnceAndFindsCapacity(t *testing.T) {
 	l := newLim(t, 8, 1024, 0, 0)
-	l.round(time.Millisecond) // 16
 	l.round(time.Millisecond) // 32
 	ts := l.take(32)          // a server that admits 20: the 21st to the 32nd are refused
 	for _, tk := range ts[20:] {
@@ -155,17 +166,17 @@ func TestLimiterCongestionAvoidanceAndHold(t *testing.T) {
 // queues): the limit is kept and grows additively from then on.
 func TestLimiterLatencyEndsSlowStart(t *testing.T) {
 	l := newLim(t, 8, 1024, 0, 0)
-	l.round(10 * time.Millisecond) // 16
-	if got := l.stats().Limit; got != 16 {
+	l.round(10 * time.Millisecond) // 32
+	if got := l.stats().Limit; got != 32 {
 		t.Fatalf("limit = %d", got)
 	}
 	for range 4 {
 		l.round(100 * time.Millisecond) // queueing: ten times the floor
 	}
-	// Doubling would have reached 256; slow start ended at 17, early in the first slow round, and
-	// the three rounds after it add one each (congestion avoidance).
-	if got := l.stats().Limit; got != 20 || l.ssthresh != 17 {
-		t.Errorf("limit = %d, ssthresh %d; want 20 and 17: slow start ended, then +1 per round", got, l.ssthresh)
+	// Growing on, slow start would have passed 1,000; it ended at 35, early in the first slow round
+	// (the eighth sample), and the three rounds after it add one each (congestion avoidance).
+	if got := l.stats().Limit; got != 38 || l.ssthresh != 35 {
+		t.Errorf("limit = %d, ssthresh %d; want 38 and 35: slow start ended, then +1 per round", got, l.ssthresh)
 	}
 }
 
@@ -286,5 +297,61 @@ func TestLimiterCancelledWaiterLeaves(t *testing.T) {
 	l.release(tk, outcome{ok: true})
 	if st := l.stats(); st.InFlight != 0 || st.Waiting != 0 {
 		t.Errorf("%+v, want empty", st)
+	}
+}
+
+// Slow start's new slots open one at a time, spread over a round at the floor latency, so that a
+// step of the limit never goes out as one burst.
+func TestLimiterPacesSlowStart(t *testing.T) {
+	l := newLim(t, slowStartFast, 1024, 0, 0)
+	l.round(80 * time.Millisecond) // limit 256 (doubling above slowStartFast), floor 80 ms
+	if got := l.stats().Limit; got != 2*slowStartFast {
+		t.Fatalf("limit = %d, want %d", got, 2*slowStartFast)
+	}
+	count := func() int {
+		n := 0
+		for l.free() {
+			l.take(1)
+			n++
+		}
+		return n
+	}
+	if n := count(); n != slowStartFast+1 {
+		t.Fatalf("%d slots open at once after the round, want %d (those released and one new)", n, slowStartFast+1)
+	}
+	// One slot every 80 ms / 256 = 312.5 µs (the first after 80 ms / 129, the limit then).
+	l.clock.Advance(time.Millisecond)
+	if n := count(); n < 1 || n > 3 {
+		t.Fatalf("%d slots opened in the next millisecond, want 1 to 3", n)
+	}
+	l.clock.Advance(80 * time.Millisecond)
+	if st := l.stats(); count() == 0 || l.pacing() || st.Limit != 2*slowStartFast {
+		t.Errorf("a round later not every slot is open: %+v", l.stats())
+	}
+}
+
+// A request waiting only for pacing is granted by the clock when its slot opens.
+func TestLimiterPacingWakesWaiters(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	l := newLim(t, 8, 1024, 0, 0)
+	queued := make(chan struct{}, 1)
+	l.queued = func() { queued <- struct{}{} }
+	l.round(80 * time.Millisecond)
+	l.take(9)
+	got := make(chan ticket)
+	go func() {
+		tk, err := l.acquire(context.Background(), 1)
+		if err != nil {
+			t.Error(err)
+		}
+		got <- tk
+	}()
+	<-queued
+	if l.clock.pending() != 1 {
+		t.Fatalf("%d wake timers, want 1", l.clock.pending())
+	}
+	l.clock.Advance(5 * time.Millisecond)
+	if tk := <-got; tk.level != 10 {
+		t.Errorf("granted at level %d, want 10", tk.level)
 	}
 }
