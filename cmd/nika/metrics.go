@@ -11,7 +11,6 @@ import (
 	"net/url"
 	"os"
 	"os/signal"
-	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -85,18 +84,8 @@ func (f *metricsFlags) start(w *workflow.Workflow, providers *provider.Registry,
 		return nil, 0, true
 	}
 	r := &runMetrics{m: metrics.New(metrics.Options{Version: version, TaskLabel: f.taskLabel}), flags: f, workflow: w.Name, quiet: quiet}
-	added := map[string]bool{}
-	for _, t := range w.Tasks {
-		name, _, _ := strings.Cut(t.Model, "/")
-		if t.Model == "" || added[name] {
-			continue
-		}
-		added[name] = true
-		if p, err := providers.For(t.Model); err == nil {
-			if l, ok := p.(metrics.Limiter); ok { // the mock has no limiter
-				r.m.AddProvider(name, l)
-			}
-		}
+	for name, l := range metrics.LimitersOf(providers) { // the providers the run built; the mock has no limiter
+		r.m.AddProvider(name, l)
 	}
 	if f.addr == "" {
 		return r, 0, true
