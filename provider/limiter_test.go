@@ -12,13 +12,16 @@ import (
 // lim is a limiter on a fake clock with helpers that keep the tests short.
 type lim struct {
 	*limiter
-	t     *testing.T
-	clock *fakeClock
+	t       *testing.T
+	clock   *fakeClock
+	queuedc chan struct{} // a value each time a waiter joins the queue
 }
 
 func newLim(t *testing.T, initial, maximum, rpm, tpm int) *lim {
 	c := newFakeClock()
-	return &lim{limiter: newLimiter(c, initial, maximum, rpm, tpm), t: t, clock: c}
+	l := &lim{limiter: newLimiter(c, initial, maximum, rpm, tpm), t: t, clock: c, queuedc: make(chan struct{}, 8)}
+	l.queued = func() { l.queuedc <- struct{}{} }
+	return l
 }
 
 // take acquires n tickets that must be granted at once.
@@ -39,6 +42,22 @@ func (l *lim) take(n int) []ticket {
 		ts = append(ts, tk)
 	}
 	return ts
+}
+
+// queue starts an acquire that must wait (the limiter's queued hook, set by newLim, says when it is
+// in the queue with its wake armed) and returns where its ticket will arrive.
+func (l *lim) queue() <-chan ticket {
+	l.t.Helper()
+	got := make(chan ticket, 1)
+	go func() {
+		tk, err := l.acquire(context.Background(), 1)
+		if err != nil {
+			l.t.Error(err)
+		}
+		got <- tk
+	}()
+	<-l.queuedc
+	return got
 }
 
 // pacing reports whether slots of the limit are still to be opened by pacing.
@@ -184,24 +203,12 @@ func TestLimiterLatencyEndsSlowStart(t *testing.T) {
 func TestLimiterRetryAfterPausesEveryone(t *testing.T) {
 	defer goleak.VerifyNone(t)
 	l := newLim(t, 8, 1024, 0, 0)
-	queued := make(chan struct{}, 8)
-	l.queued = func() { queued <- struct{}{} }
 	ts := l.take(2)
 	l.release(ts[0], outcome{limited: true, retryAfter: time.Second})
 	if l.free() {
 		t.Fatal("a send is free during the pause")
 	}
-	got := make(chan ticket, 2)
-	for range 2 {
-		go func() {
-			tk, err := l.acquire(context.Background(), 1)
-			if err != nil {
-				t.Error(err)
-			}
-			got <- tk
-		}()
-		<-queued
-	}
+	first, second := l.queue(), l.queue()
 	if st := l.stats(); st.Waiting != 2 || l.clock.pending() != 1 {
 		t.Fatalf("%+v, %d wake timers; want 2 waiting, 1 wake", st, l.clock.pending())
 	}
@@ -210,7 +217,7 @@ func TestLimiterRetryAfterPausesEveryone(t *testing.T) {
 		t.Fatalf("%+v before the pause ends", st)
 	}
 	l.clock.Advance(time.Millisecond)
-	a, b := <-got, <-got
+	a, b := <-first, <-second
 	if st := l.stats(); st.Waiting != 0 || st.InFlight != 3 || a.level+b.level != 2+3 {
 		t.Errorf("after the pause: %+v, levels %d and %d", st, a.level, b.level)
 	}
@@ -220,8 +227,6 @@ func TestLimiterRetryAfterPausesEveryone(t *testing.T) {
 func TestLimiterRPMBudget(t *testing.T) {
 	defer goleak.VerifyNone(t)
 	l := newLim(t, 8, 1024, 3, 0)
-	queued := make(chan struct{}, 1)
-	l.queued = func() { queued <- struct{}{} }
 	ts := l.take(3)
 	for _, tk := range ts {
 		l.clock.Advance(10 * time.Second)
@@ -230,14 +235,7 @@ func TestLimiterRPMBudget(t *testing.T) {
 	if l.free() {
 		t.Fatal("a fourth send within the minute is free")
 	}
-	got := make(chan struct{})
-	go func() {
-		if _, err := l.acquire(context.Background(), 1); err != nil {
-			t.Error(err)
-		}
-		close(got)
-	}()
-	<-queued
+	got := l.queue()
 	l.clock.Advance(29 * time.Second) // 59 s after the first send
 	select {
 	case <-got:
@@ -275,16 +273,12 @@ func TestLimiterTPMBudget(t *testing.T) {
 func TestLimiterCancelledWaiterLeaves(t *testing.T) {
 	defer goleak.VerifyNone(t)
 	l := newLim(t, 1, 1024, 0, 0)
-	queued := make(chan struct{}, 2)
-	l.queued = func() { queued <- struct{}{} }
 	first := l.take(1)
 	ctx, cancel := context.WithCancel(context.Background())
 	errc := make(chan error)
 	go func() { _, err := l.acquire(ctx, 1); errc <- err }()
-	<-queued
-	next := make(chan ticket)
-	go func() { tk, _ := l.acquire(context.Background(), 1); next <- tk }()
-	<-queued
+	<-l.queuedc
+	next := l.queue()
 	cancel()
 	if err := <-errc; !errors.Is(err, context.Canceled) {
 		t.Fatalf("err = %v, want context.Canceled", err)
@@ -334,19 +328,9 @@ func TestLimiterPacesSlowStart(t *testing.T) {
 func TestLimiterPacingWakesWaiters(t *testing.T) {
 	defer goleak.VerifyNone(t)
 	l := newLim(t, 8, 1024, 0, 0)
-	queued := make(chan struct{}, 1)
-	l.queued = func() { queued <- struct{}{} }
 	l.round(80 * time.Millisecond)
 	l.take(9)
-	got := make(chan ticket)
-	go func() {
-		tk, err := l.acquire(context.Background(), 1)
-		if err != nil {
-			t.Error(err)
-		}
-		got <- tk
-	}()
-	<-queued
+	got := l.queue()
 	if l.clock.pending() != 1 {
 		t.Fatalf("%d wake timers, want 1", l.clock.pending())
 	}
