@@ -109,7 +109,7 @@ type Core struct {
 
 	outputs    map[string]any
 	outputsErr *spec.Error
-	state      string
+	state      Status
 
 	// visits counts the iterations the core looked at in its loops over a
 	// task's iterations: the work the tests of linear cost count
@@ -374,18 +374,18 @@ func (c *Core) finishRun() {
 	timing := map[string]any{"duration_ms": c.now.Sub(c.startedAt).Milliseconds()}
 	switch {
 	case c.failed:
-		c.state = "failure"
-		f := map[string]any{"state": c.state, "timing": timing}
+		c.state = StatusFailure
+		f := map[string]any{"state": string(c.state), "timing": timing}
 		if c.outputsErr != nil {
 			f["error"] = c.outputsErr.Code
 		}
 		c.emitRun(event.WorkflowFailed, f)
 	case c.cancelled:
-		c.state = "cancelled"
-		c.emitRun(event.WorkflowCancelled, map[string]any{"state": c.state, "error": "NIKA-CANCEL-001", "timing": timing})
+		c.state = StatusCancelled
+		c.emitRun(event.WorkflowCancelled, map[string]any{"state": string(c.state), "error": "NIKA-CANCEL-001", "timing": timing})
 	default:
-		c.state = "success"
-		c.emitRun(event.WorkflowCompleted, map[string]any{"state": c.state, "timing": timing})
+		c.state = StatusSuccess
+		c.emitRun(event.WorkflowCompleted, map[string]any{"state": string(c.state), "timing": timing})
 	}
 }
 
@@ -415,9 +415,9 @@ type ModelUsage struct {
 
 // Result returns the run's result; meaningful once a Step reported Done.
 func (c *Core) Result() Result {
-	r := Result{State: c.state, Outputs: c.outputs, Error: c.outputsErr, Usage: map[string]*ModelUsage{}}
+	r := Result{State: string(c.state), Outputs: c.outputs, Error: c.outputsErr, Usage: map[string]*ModelUsage{}}
 	for _, tr := range c.tasks {
-		tres := TaskResult{ID: tr.t.ID, Status: tr.status, Output: tr.output, Error: tr.err, Usage: tr.usage}
+		tres := TaskResult{ID: tr.t.ID, Status: string(tr.status), Output: tr.output, Error: tr.err, Usage: tr.usage}
 		r.Tasks = append(r.Tasks, tres)
 		for m, u := range tr.usage {
 			agg := r.Usage[m]

@@ -576,11 +576,11 @@ func (d *driver) liveFinished(id JobID, out workflow.Outcome) {
 	j := d.jobs[id]
 	delete(d.jobs, id)
 	st, c := status(out), code(out)
-	if j.timedOut && st == "cancelled" { // the verb saw a cancellation; the task failed with a timeout
-		st, c = "failure", "NIKA-TIMEOUT-001"
+	if j.timedOut && st == StatusCancelled { // the verb saw a cancellation; the task failed with a timeout
+		st, c = StatusFailure, "NIKA-TIMEOUT-001"
 	}
 	d.live(event.Live{Kind: event.LiveTaskFinished, Task: id.Task, Verb: j.verb, Iteration: id.Iteration, Attempt: id.Attempt,
-		Status: st, Code: c, Elapsed: d.opts.Clock().Sub(j.at)})
+		Status: string(st), Code: c, Elapsed: d.opts.Clock().Sub(j.at)})
 }
 
 // liveTimedOut marks the job a task's deadline timer cancels, so that its task_finished says failure
@@ -629,14 +629,14 @@ func (d *driver) live(l event.Live) {
 	}
 }
 
-func status(o workflow.Outcome) string {
+func status(o workflow.Outcome) Status {
 	switch {
 	case o.Err == nil:
-		return "success"
+		return StatusSuccess
 	case o.Err.Code == "NIKA-CANCEL-001":
-		return "cancelled"
+		return StatusCancelled
 	}
-	return "failure"
+	return StatusFailure
 }
 
 func code(o workflow.Outcome) string {

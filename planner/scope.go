@@ -83,7 +83,7 @@ func (tr *taskRun) recordValue() map[string]any {
 		return tr.rec
 	}
 	r := map[string]any{
-		"status": tr.status, "output": tr.output, "error": nil,
+		"status": string(tr.status), "output": tr.output, "error": nil,
 		"started_at": nil, "ended_at": nil, "duration_ms": tr.duration().Milliseconds(),
 	}
 	if tr.err != nil {
@@ -95,7 +95,7 @@ func (tr *taskRun) recordValue() map[string]any {
 	}
 	for _, n := range bindingNames(tr.t) {
 		r[n] = nil
-		if tr.status == "success" {
+		if tr.status == StatusSuccess {
 			r[n] = tr.bindings[n]
 		}
 	}

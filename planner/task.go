@@ -57,7 +57,7 @@ type taskRun struct {
 	phase     phase
 	holdsSlot bool
 
-	status    string
+	status    Status
 	output    any
 	bindings  map[string]any
 	err       *spec.Error
@@ -84,7 +84,7 @@ type taskRun struct {
 	terminalEv event.Event
 	finallyIdx int
 	finallyJob JobID
-	skipReason string
+	skipReason endReason
 	cancelCode string
 	counted    bool           // dependents were told this task is terminal
 	recovering bool           // in Core.recovering
@@ -112,8 +112,8 @@ func (tr *taskRun) decided() bool { return tr.phase == phaseSettled || tr.phase 
 // evaluates a for_each collection (§3.7).
 func (tr *taskRun) gate(c *Core) {
 	if c.cancelled {
-		tr.settle(c, "cancelled", nil)
-		tr.skipReason = "user"
+		tr.settle(c, StatusCancelled, nil)
+		tr.skipReason = reasonUser
 		return
 	}
 	var scope workflow.Scope
@@ -123,28 +123,28 @@ func (tr *taskRun) gate(c *Core) {
 	switch w := tr.t.When.(type) {
 	case nil:
 		for _, d := range tr.t.DependsOn {
-			if s := c.byID[d].status; s != "success" && s != "skipped" {
-				tr.skipReason = "upstream"
-				tr.settle(c, "cancelled", nil)
+			if s := c.byID[d].status; s != StatusSuccess && s != StatusSkipped {
+				tr.skipReason = reasonUpstream
+				tr.settle(c, StatusCancelled, nil)
 				return
 			}
 		}
 	default:
 		ok, err := workflow.EvalBool(w, scope)
 		if err != nil {
-			tr.settle(c, "failure", tr.stamp(err, 0, -1))
+			tr.settle(c, StatusFailure, tr.stamp(err, 0, -1))
 			return
 		}
 		if !ok {
-			tr.skipReason = "when_false"
-			tr.settle(c, "skipped", nil)
+			tr.skipReason = reasonWhenFalse
+			tr.settle(c, StatusSkipped, nil)
 			return
 		}
 	}
 	if tr.t.ForEach != nil {
 		v, err := workflow.Eval(tr.t.ForEach, scope)
 		if err != nil {
-			tr.settle(c, "failure", tr.stamp(err, 0, -1))
+			tr.settle(c, StatusFailure, tr.stamp(err, 0, -1))
 			return
 		}
 		items, ok := v.([]any)
@@ -154,12 +154,12 @@ func (tr *taskRun) gate(c *Core) {
 				details = map[string]any{"expression": tmpl.Source, "path": tmpl.Path}
 			}
 			e := spec.NewError(spec.CodeVarRuntime, fmt.Sprintf("for_each must yield a list, got %s", typeName(v)), details)
-			tr.settle(c, "failure", tr.stamp(e, 0, -1))
+			tr.settle(c, StatusFailure, tr.stamp(e, 0, -1))
 			return
 		}
 		if len(items) == 0 {
-			tr.skipReason = "empty_collection"
-			tr.settle(c, "skipped", nil)
+			tr.skipReason = reasonEmptyCollection
+			tr.settle(c, StatusSkipped, nil)
 			return
 		}
 		tr.items = items
@@ -471,15 +471,15 @@ func (tr *taskRun) decide(c *Core) {
 		it := tr.iters[0]
 		switch {
 		case it.failed:
-			status := "failure"
+			status := StatusFailure
 			if it.err != nil && it.err.Code == "NIKA-CANCEL-001" {
-				status = "cancelled"
+				status = StatusCancelled
 			}
 			tr.record(c, status, nil, nil, tr.stamp(it.err, it.attempt, it.index)) // a user cancel's is not stamped yet
 		case it.skipped:
-			tr.record(c, "skipped", nil, nil, it.err)
+			tr.record(c, StatusSkipped, nil, nil, it.err)
 		default:
-			tr.record(c, "success", it.output, it.bindings, nil)
+			tr.record(c, StatusSuccess, it.output, it.bindings, nil)
 		}
 		return
 	}
@@ -524,7 +524,7 @@ func (tr *taskRun) decide(c *Core) {
 	if first == nil && firstCancel != nil {
 		// A user cancel's error is not stamped yet; a cancelled task has no output (§3.13).
 		e := *tr.stamp(firstCancel.err, firstCancel.attempt, firstCancel.index)
-		tr.record(c, "cancelled", nil, nil, &e)
+		tr.record(c, StatusCancelled, nil, nil, &e)
 		return
 	}
 	if first != nil {
@@ -536,24 +536,24 @@ func (tr *taskRun) decide(c *Core) {
 		e := *first.err
 		e.Details = copyDetails(e.Details)
 		e.Details["iteration"] = first.index
-		status := "failure"
+		status := StatusFailure
 		if e.Code == "NIKA-CANCEL-001" {
-			status = "cancelled"
+			status = StatusCancelled
 		}
 		tr.record(c, status, out, nil, &e)
 		return
 	}
-	tr.record(c, "success", out, bind, nil)
+	tr.record(c, StatusSuccess, out, bind, nil)
 }
 
 // record fixes the task's record and moves on to on_finally.
-func (tr *taskRun) record(c *Core, status string, output any, bindings map[string]any, err *spec.Error) {
+func (tr *taskRun) record(c *Core, status Status, output any, bindings map[string]any, err *spec.Error) {
 	tr.status, tr.output, tr.bindings, tr.err = status, output, bindings, err
-	if status == "failure" {
+	if status == StatusFailure {
 		c.failed = true
 	}
-	if status == "cancelled" && err != nil {
-		tr.skipReason, tr.cancelCode = "user", err.Code
+	if status == StatusCancelled && err != nil {
+		tr.skipReason, tr.cancelCode = reasonUser, err.Code
 	}
 	tr.endedAt = c.now
 	tr.phase = phaseFinally
@@ -593,9 +593,9 @@ func (tr *taskRun) runFinally(c *Core) {
 }
 
 // settle makes the task terminal and queues its terminal event.
-func (tr *taskRun) settle(c *Core, status string, err *spec.Error) {
+func (tr *taskRun) settle(c *Core, status Status, err *spec.Error) {
 	tr.status, tr.err = status, err
-	if status == "failure" {
+	if status == StatusFailure {
 		c.failed = true
 	}
 	if tr.endedAt.IsZero() && tr.started {
@@ -604,9 +604,9 @@ func (tr *taskRun) settle(c *Core, status string, err *spec.Error) {
 	timing := map[string]any{"duration_ms": tr.duration().Milliseconds()}
 	var ev event.Event
 	switch status {
-	case "success":
-		ev = tr.event(event.TaskCompleted, -1, 0, map[string]any{"status": "success", "timing": timing})
-	case "failure":
+	case StatusSuccess:
+		ev = tr.event(event.TaskCompleted, -1, 0, map[string]any{"status": string(StatusSuccess), "timing": timing})
+	case StatusFailure:
 		f := map[string]any{"timing": timing}
 		if err != nil {
 			f["code"], f["category"], f["transient"], f["message"] = err.Code, err.Category, err.Transient, err.Message
@@ -614,16 +614,16 @@ func (tr *taskRun) settle(c *Core, status string, err *spec.Error) {
 		} else {
 			ev = tr.event(event.TaskFailed, -1, 0, f)
 		}
-	case "skipped":
-		f := map[string]any{"reason": tr.skipReason}
+	case StatusSkipped:
+		f := map[string]any{"reason": string(tr.skipReason)}
 		if err != nil {
-			f["reason"], f["code"] = "on_error_skip", err.Code
+			f["reason"], f["code"] = string(reasonOnErrorSkip), err.Code
 		}
 		ev = tr.event(event.TaskSkipped, -1, 0, f)
-	case "cancelled":
-		f := map[string]any{"reason": tr.skipReason}
+	case StatusCancelled:
+		f := map[string]any{"reason": string(tr.skipReason)}
 		if tr.skipReason == "" {
-			f["reason"] = "upstream"
+			f["reason"] = string(reasonUpstream)
 		}
 		if err != nil {
 			f["code"] = err.Code
@@ -727,8 +727,8 @@ func (tr *taskRun) timer(c *Core, t Timer) {
 func (tr *taskRun) userCancel(c *Core) {
 	switch tr.phase {
 	case phaseWaiting, phaseReady:
-		tr.skipReason = "user"
-		tr.settle(c, "cancelled", nil)
+		tr.skipReason = reasonUser
+		tr.settle(c, StatusCancelled, nil)
 	case phaseRunning, phaseRecoverWait:
 		// One error for every iteration it ends; decide stamps the one
 		// that becomes the task's (an error per iteration made a wide
