@@ -2,6 +2,7 @@ package planner
 
 import (
 	"fmt"
+	"sort"
 	"time"
 
 	"github.com/nikahq/nika/event"
@@ -22,24 +23,34 @@ type Inputs struct {
 	Vars, Env, Secrets map[string]any
 }
 
+// JobKind tells what a job is. Every kind runs user code in the driver
+// (usercode.go); only attempts and on_finally steps call a verb.
+type JobKind uint8
+
+const (
+	JobAttempt JobKind = iota // an attempt: its with, verb fields, verb, then bindings
+	JobRecover                // an on_error.recover: its value, then the bindings over it
+	JobFinally                // an on_finally step: its when and fields, then its verb
+	JobGate                   // a task's gate: its when, then its for_each collection
+	JobOutputs                // the workflow's outputs, once every task is terminal
+)
+
 // JobID names one unit of work the core asks the driver to run.
 type JobID struct {
-	Task      string
-	Iteration int  // 0-based for_each index; -1 outside for_each
-	Attempt   int  // 1-based; 0 for an on_finally step
-	Finally   int  // index of the on_finally step; -1 for an attempt
-	Recover   bool // the on_error.recover of the attempt (no verb: Work.Eval only)
+	Task      string // "" for JobOutputs
+	Kind      JobKind
+	Iteration int // 0-based for_each index; -1 outside for_each (and for a gate, a step, the outputs)
+	Attempt   int // 1-based; 0 for an on_finally step, a gate, the outputs
+	Finally   int // index of the on_finally step; -1 for any other kind
 }
 
 // Work is one job to start now.
 type Work struct {
 	ID      JobID
-	Job     workflow.Job
+	Job     workflow.Job  // the verb's job (JobAttempt, JobFinally); Fields nil until Eval set them
 	Timeout time.Duration // a bound the driver enforces on this job alone (on_finally steps); 0: none
 	// Eval is the job's user code, which the driver runs with the job and
-	// under its context (usercode.go): an attempt's `with`, verb fields (Job
-	// has none until then) and bindings, or a recover job's value and
-	// bindings. Nil for an on_finally step, whose fields the core evaluated.
+	// under its context (usercode.go); never nil.
 	Eval *Eval
 }
 
@@ -60,15 +71,56 @@ type Timer struct {
 	Delay     time.Duration
 }
 
-// Step is what the core decided after one input. The driver cancels Cancel,
-// starts Start (in order), arms Timers, and writes Events (already in
-// canonical order, with Seq set) before feeding the next input.
+// Step is what the core decided after one input (Start, StartCancelled,
+// Finished, Prepared, TimerFired, Cancel). A driver carries it out whole,
+// in this order, before it feeds the core the next input:
+//
+//  1. Events: write them to the canonical stream as they are, in order.
+//     They are final (canonical order, Seq and TS set); what a task has
+//     not released yet is kept by the core, never by the driver.
+//  2. Cancel: end those jobs (their contexts). A job cancelled here may
+//     still report; the core ignores a report it no longer waits for, so
+//     the driver may feed it or drop it.
+//  3. Start: start every job, in order, each under its own context: an
+//     attempt, a recover or a gate under the run's, an on_finally step
+//     and the outputs under one the user's cancellation does not end
+//     (Options.Finally for a step), bounded by Work.Timeout when it is set
+//     (its expiry fails the job with NIKA-TIMEOUT-001). The job runs its
+//     Work.Eval (usercode.go), never the core's goroutine, then its verb
+//     (attempts and on_finally steps). A batch-capable verb may take the
+//     attempts of one step as one call (D5). Each started job is reported
+//     once through Finished, and an attempt whose Eval.KeepWith is set
+//     reports its evaluated `with` through Prepared before its verb runs.
+//     If the user cancelled while the step was being carried out, the
+//     attempts, recovers and gates not started yet are not started: the
+//     next input must then be Cancel, which ends them without a report.
+//  4. Timers: arm each; feed TimerFired once its Delay has passed.
+//     Retrying lists the retries whose back-off timers these are, for the
+//     live stream (task_retrying now, while the canonical one may wait).
+//
+// The user's cancellation is fed as Cancel as soon as it is seen, before
+// any report or timer that is ready with it. Once a step is Done the run is
+// over: the driver feeds nothing more, cancels the jobs still running (a
+// fail-fast, a timeout leave some) and waits for them, then reads Result.
 type Step struct {
-	Start  []Work
-	Cancel []JobID
-	Timers []Timer
-	Events []event.Event
-	Done   bool
+	Start    []Work
+	Cancel   []JobID
+	Timers   []Timer
+	Events   []event.Event
+	Retrying []Retrying
+	Done     bool
+}
+
+// Retrying is a retry the core decided: the attempt that failed, and the
+// code it failed with. Its back-off timer is in the same step, and its
+// canonical task_retrying among the events the step releases or keeps for
+// later; the driver reports it on the live stream at once.
+type Retrying struct {
+	Task      string
+	Verb      string
+	Iteration int
+	Attempt   int
+	Code      string
 }
 
 // Emitted is an event a verb asked for while it ran (nika:log, nika:emit):
@@ -104,6 +156,7 @@ type Core struct {
 	cancelled   bool
 	failed      bool
 	started     bool
+	finishing   bool // every task is terminal: the outputs job runs
 	done        bool
 	startedAt   time.Time
 
@@ -192,7 +245,9 @@ func (c *Core) start(now time.Time, cancelled bool) Step {
 // the verb emitted while it ran and what the driver evaluated around it.
 func (c *Core) Finished(id JobID, r Report, now time.Time) Step {
 	c.begin(now)
-	if tr := c.byID[id.Task]; tr != nil {
+	if id.Kind == JobOutputs {
+		c.outputsDone(r)
+	} else if tr := c.byID[id.Task]; tr != nil {
 		tr.finished(c, id, r)
 	}
 	c.advance()
@@ -227,7 +282,7 @@ func (c *Core) TimerFired(t Timer, now time.Time) Step {
 // started tasks still run on_finally (LANGUAGE.md §3.4).
 func (c *Core) Cancel(now time.Time) Step {
 	c.begin(now)
-	if !c.cancelled && !c.done {
+	if !c.cancelled && !c.finishing { // the run's state is decided once its outputs are asked for
 		c.cancelled = true
 		for _, tr := range c.tasks {
 			tr.userCancel(c)
@@ -260,9 +315,6 @@ func (c *Core) advance() {
 			c.toGate = c.toGate[1:]
 			if tr.phase == phaseWaiting {
 				tr.gate(c)
-				if tr.phase == phaseReady {
-					c.ready = append(c.ready, tr)
-				}
 				progress = true
 			}
 		}
@@ -365,9 +417,44 @@ func (c *Core) emitRun(kind string, fields map[string]any) {
 	c.emit(event.Event{Kind: kind, Iteration: -1, Fields: fields})
 }
 
+// finishRun starts the outputs job once every task's events are released;
+// the run ends when it reports (outputsDone), at once without outputs.
 func (c *Core) finishRun() {
+	if c.finishing {
+		return
+	}
+	c.finishing = true
+	if len(c.w.Outputs) == 0 {
+		c.endRun(map[string]any{}, nil)
+		return
+	}
+	decls := append([]*spec.OutputDecl(nil), c.w.Outputs...)
+	sort.Slice(decls, func(i, j int) bool { return decls[i].Name < decls[j].Name })
+	c.step.Start = append(c.step.Start, Work{ID: JobID{Kind: JobOutputs, Iteration: -1, Finally: -1},
+		Eval: &Eval{Scope: c.scope(&taskRun{t: &spec.Task{}}, scopeOutputs, nil), Outputs: decls}})
+}
+
+// outputsDone takes the outputs job's report: in a run that already failed
+// or was cancelled, entries that could not be evaluated are null, silently.
+func (c *Core) outputsDone(r Report) {
+	if !c.finishing || c.done {
+		return
+	}
+	out, _ := r.Outcome.Output.(map[string]any)
+	if out == nil {
+		out = map[string]any{}
+	}
+	err := r.Outcome.Err
+	if c.failed || c.cancelled {
+		err = nil
+	}
+	c.endRun(out, err)
+}
+
+// endRun releases the run's terminal event.
+func (c *Core) endRun(outputs map[string]any, outputsErr *spec.Error) {
 	c.done = true
-	c.outputs, c.outputsErr = c.evalOutputs()
+	c.outputs, c.outputsErr = outputs, outputsErr
 	if c.outputsErr != nil {
 		c.failed = true
 	}
@@ -435,8 +522,13 @@ func (c *Core) Result() Result {
 }
 
 func (id JobID) String() string {
-	if id.Recover {
+	switch id.Kind {
+	case JobRecover:
 		return fmt.Sprintf("%s[%d]#%d/recover", id.Task, id.Iteration, id.Attempt)
+	case JobGate:
+		return id.Task + "/gate"
+	case JobOutputs:
+		return "outputs"
 	}
 	return fmt.Sprintf("%s[%d]#%d/%d", id.Task, id.Iteration, id.Attempt, id.Finally)
 }

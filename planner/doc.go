@@ -35,8 +35,14 @@
 //     timeout covers them (NIKA-TIMEOUT-001 when it expires while they run;
 //     a binding error before it), a cancellation stops them, and no other
 //     task waits for them. An expression beyond its step budget is
-//     NIKA-VAR-006. The gate, on_finally items and the envelope outputs
-//     stay in the core, bounded by the step budget.
+//     NIKA-VAR-006. So do a gate's `when` and for_each collection (a gate
+//     job, under the run's context; a gate of literals only is decided by
+//     the core at once), an on_finally step's `when` and fields (with the
+//     step, under its timeout) and the envelope outputs (once every task
+//     is terminal, under a context the user's cancellation does not end:
+//     the run's state is decided then, and a cancellation that comes while
+//     they evaluate changes nothing, as when the core evaluated them).
+//     No user code runs on the goroutine that feeds the core.
 //   - A wide for_each costs O(1) per outcome, amortized (issue 12): the
 //     core keeps a count of its iterations per state instead of scanning
 //     them, a fail-fast failure looks only at the iterations between it

@@ -47,16 +47,18 @@ func Run(ctx context.Context, w *workflow.Workflow, in Inputs, opts Options) Res
 
 func newDriver(ctx context.Context, w *workflow.Workflow, in Inputs, opts Options) *driver {
 	d := &driver{
-		opts:    opts,
-		core:    NewCore(w, in, opts.Config),
-		base:    ctx,
-		results: newInbox(),
-		timers:  make(chan Timer),
-		stop:    make(chan struct{}),
-		running: map[JobID]context.CancelFunc{},
-		started: map[JobID]time.Time{},
-		asks:    make(chan inspectReq),
+		opts:     opts,
+		core:     NewCore(w, in, opts.Config),
+		workflow: w.Name,
+		base:     ctx,
+		results:  newInbox(),
+		timers:   make(chan Timer),
+		stop:     make(chan struct{}),
+		running:  map[JobID]context.CancelFunc{},
+		started:  map[JobID]time.Time{},
+		asks:     make(chan inspectReq),
 	}
+	d.inspect = d.inspector()
 	if d.opts.Clock == nil {
 		d.opts.Clock = time.Now
 	}
@@ -69,6 +71,10 @@ type jobResult struct {
 	id       JobID
 	rep      Report
 	prepared bool
+	// An on_finally step's verb and the time its live task_started was
+	// reported, from its goroutine once its `when` let it run; zero if not.
+	verb string
+	at   time.Time
 }
 
 // inbox holds the jobs' reports in the order they were put until the driver
@@ -126,20 +132,22 @@ func (b *inbox) take() (jobResult, bool) {
 }
 
 type driver struct {
-	opts    Options
-	core    *Core
-	base    context.Context
-	results *inbox
-	timers  chan Timer
-	stop    chan struct{} // closed when Run returns: pending timers give up
-	running map[JobID]context.CancelFunc
-	started map[JobID]time.Time // when each running job started (nika:inspect threads)
-	asks    chan inspectReq     // nika:inspect questions, answered by the loop
-	armed   []*time.Timer
-	jobs    map[JobID]liveJob // running jobs as the live stream saw them start; nil without Options.Live
-	wg      sync.WaitGroup
-	swept   bool // every running job was cancelled once the run was done
-	cancels int  // calls of a job's cancel function (foreach_test.go counts them)
+	opts     Options
+	core     *Core
+	workflow string // the workflow's name, on every live event
+	base     context.Context
+	results  *inbox
+	timers   chan Timer
+	stop     chan struct{} // closed when Run returns: pending timers give up
+	running  map[JobID]context.CancelFunc
+	started  map[JobID]time.Time                        // when each running job started (nika:inspect threads)
+	asks     chan inspectReq                            // nika:inspect questions, answered by the loop
+	inspect  func(context.Context, string) (any, error) // every job's Job.Inspect (one closure for the run)
+	armed    []*time.Timer
+	jobs     map[JobID]liveJob // running jobs as the live stream saw them start; nil without Options.Live
+	wg       sync.WaitGroup
+	swept    bool // every running job was cancelled once the run was done
+	cancels  int  // calls of a job's cancel function (foreach_test.go counts them)
 }
 
 func (d *driver) run() Result {
@@ -197,7 +205,7 @@ func (d *driver) run() Result {
 			d.cancel(r.id) // releases the job's context
 			delete(d.running, r.id)
 			delete(d.started, r.id)
-			d.liveFinished(r.id, r.rep.Outcome)
+			d.liveFinished(r)
 			if step.Done {
 				step = Step{Done: true}
 				continue
@@ -247,7 +255,7 @@ func (d *driver) carryOut(s Step) {
 	batches := map[string][]Work{}
 	var order []string
 	for _, wk := range s.Start {
-		if wk.ID.Finally < 0 && d.base.Err() != nil {
+		if wk.ID.Kind != JobFinally && wk.ID.Kind != JobOutputs && d.base.Err() != nil {
 			// The user cancelled while this step was being carried out
 			// (starting a wide for_each's jobs takes a while): the attempts
 			// and recovers not started yet do not start. The loop tells the
@@ -256,7 +264,7 @@ func (d *driver) carryOut(s Step) {
 			// them cancelled, wants no report of them.
 			continue
 		}
-		if _, ok := d.opts.Verbs[wk.Job.Verb].(BatchVerb); ok && wk.ID.Finally < 0 && wk.Timeout == 0 {
+		if _, ok := d.opts.Verbs[wk.Job.Verb].(BatchVerb); ok && wk.ID.Kind == JobAttempt {
 			if _, seen := batches[wk.Job.Verb]; !seen {
 				order = append(order, wk.Job.Verb)
 			}
@@ -292,16 +300,19 @@ func (d *driver) cancel(id JobID) {
 }
 
 // start runs one job in its own goroutine: its user code (Work.Eval) and its
-// verb, under the job's context. on_finally steps run on a context that a
-// user cancellation does not cancel, bounded by their timeout (LANGUAGE.md
-// §3.11).
+// verb, if it has one, under the job's context. on_finally steps run on a
+// context that a user cancellation does not cancel, bounded by their timeout
+// (LANGUAGE.md §3.11); so do the outputs, whose run's state is decided.
 func (d *driver) start(wk Work) {
 	parent := d.base
-	if wk.ID.Finally >= 0 {
+	switch wk.ID.Kind {
+	case JobFinally:
 		parent = context.WithoutCancel(d.base)
 		if d.opts.Finally != nil {
 			parent = d.opts.Finally
 		}
+	case JobOutputs:
+		parent = context.WithoutCancel(d.base)
 	}
 	ctx, cancel := context.WithCancel(parent)
 	if wk.Timeout > 0 {
@@ -312,11 +323,21 @@ func (d *driver) start(wk Work) {
 	}
 	d.running[wk.ID] = cancel
 	d.started[wk.ID] = d.opts.Clock()
-	if wk.ID.Recover { // no verb: the recover value and its bindings
+	switch wk.ID.Kind {
+	case JobRecover, JobGate, JobOutputs: // no verb: user code only
 		d.wg.Add(1)
 		go func() {
 			defer d.wg.Done()
-			d.results.put(jobResult{id: wk.ID, rep: wk.Eval.runRecover(ctx)})
+			var rep Report
+			switch wk.ID.Kind {
+			case JobRecover:
+				rep = wk.Eval.runRecover(ctx)
+			case JobGate:
+				rep = wk.Eval.runGate(ctx)
+			default:
+				rep = wk.Eval.runOutputs()
+			}
+			d.results.put(jobResult{id: wk.ID, rep: rep})
 		}()
 		return
 	}
@@ -330,24 +351,35 @@ func (d *driver) start(wk Work) {
 		mu.Unlock()
 	}
 	job.Live = d.liveNotes(wk.ID)
-	job.Inspect = d.inspector()
-	d.liveStarted(wk.ID, job.Verb)
+	job.Inspect = d.inspect
+	if wk.ID.Kind == JobAttempt {
+		d.liveStarted(wk.ID, job.Verb)
+	}
 	// A second signal (Options.Finally cancelled) abandons on_finally: the steps after it do not run.
-	abandoned := wk.ID.Finally >= 0 && parent.Err() != nil
+	abandoned := wk.ID.Kind == JobFinally && parent.Err() != nil
 	d.wg.Add(1)
 	go func() {
 		defer d.wg.Done()
-		var rep Report
+		res := jobResult{id: wk.ID}
+		rep := &res.rep
 		switch {
-		case abandoned:
-			rep.Outcome = workflow.Failed(spec.NewError("NIKA-CANCEL-001", "on_finally was abandoned", nil))
+		case wk.ID.Kind == JobFinally:
+			evalCtx := ctx
+			if abandoned { // the step's `when` and fields still decide whether it counts as run
+				evalCtx = context.WithoutCancel(ctx)
+			}
+			*rep = wk.Eval.runStep(evalCtx, job, func(job workflow.Job) workflow.Outcome {
+				res.verb, res.at = job.Verb, d.liveStep(wk.ID, job.Verb)
+				if abandoned {
+					return workflow.Failed(spec.NewError("NIKA-CANCEL-001", "on_finally was abandoned", nil))
+				}
+				return runVerb(ctx, verb, job)
+			})
 		case ctx.Err() != nil:
 			rep.Outcome = workflow.Failed(notStarted(ctx))
-		case wk.Eval != nil:
-			rep = wk.Eval.runAttempt(ctx, job, func(with map[string]any) { d.prepared(wk, with) },
-				func(job workflow.Job) workflow.Outcome { return runVerb(ctx, verb, job) })
 		default:
-			rep.Outcome = runVerb(ctx, verb, job)
+			*rep = wk.Eval.runAttempt(ctx, job, func(with map[string]any) { d.prepared(wk, with) },
+				func(job workflow.Job) workflow.Outcome { return runVerb(ctx, verb, job) })
 		}
 		if rep.Outcome.Err != nil && context.Cause(ctx) == errStepTimeout {
 			rep.Outcome = workflow.Failed(spec.NewError("NIKA-TIMEOUT-001", fmt.Sprintf("on_finally step %d of task %q timed out after %s", wk.ID.Finally, wk.ID.Task, wk.Timeout),
@@ -356,7 +388,7 @@ func (d *driver) start(wk Work) {
 		mu.Lock()
 		rep.Emitted = emitted
 		mu.Unlock()
-		d.results.put(jobResult{id: wk.ID, rep: rep})
+		d.results.put(res)
 	}()
 }
 
@@ -432,7 +464,7 @@ func (d *driver) startBatch(v BatchVerb, ws []Work) {
 		}
 		d.started[wk.ID] = d.opts.Clock()
 		jobs[i] = wk.Job
-		jobs[i].Inspect = d.inspector()
+		jobs[i].Inspect = d.inspect
 		jobs[i].Cancelled = stop
 		jobs[i].Live = d.liveNotes(wk.ID)
 		jobs[i].Emit = func(kind string, fields map[string]any) {
@@ -568,13 +600,34 @@ func (d *driver) liveStarted(id JobID, verb string) {
 	d.live(event.Live{Kind: event.LiveTaskStarted, Task: id.Task, Verb: verb, Iteration: id.Iteration, Attempt: id.Attempt})
 }
 
-// liveFinished reports a job's end with the verb and start time of its task_started.
-func (d *driver) liveFinished(id JobID, out workflow.Outcome) {
-	if d.opts.Live == nil || id.Recover { // a recover is no verb run: it had no task_started
+// liveStep reports an on_finally step starting, from its goroutine once
+// its `when` let it run, and returns the time.
+func (d *driver) liveStep(id JobID, verb string) time.Time {
+	if d.opts.Live == nil {
+		return time.Time{}
+	}
+	at := d.opts.Clock()
+	d.live(event.Live{Kind: event.LiveTaskStarted, Task: id.Task, Verb: verb, Iteration: id.Iteration, Attempt: id.Attempt})
+	return at
+}
+
+// liveFinished reports a job's end with the verb and start time of its task_started; a job that
+// ran no verb (a recover, a gate, the outputs, an on_finally step its `when` skipped) had none.
+func (d *driver) liveFinished(r jobResult) {
+	if d.opts.Live == nil {
 		return
 	}
-	j := d.jobs[id]
-	delete(d.jobs, id)
+	id, out := r.id, r.rep.Outcome
+	var j liveJob
+	switch {
+	case id.Kind == JobAttempt:
+		j = d.jobs[id]
+		delete(d.jobs, id)
+	case id.Kind == JobFinally && !r.at.IsZero():
+		j = liveJob{verb: r.verb, at: r.at}
+	default:
+		return
+	}
 	st, c := status(out), code(out)
 	if j.timedOut && st == StatusCancelled { // the verb saw a cancellation; the task failed with a timeout
 		st, c = StatusFailure, "NIKA-TIMEOUT-001"
@@ -597,33 +650,20 @@ func (d *driver) liveTimedOut(t Timer, s Step) {
 	}
 }
 
-// liveRetrying reports task_retrying in real time for each back-off timer of a step: the core arms
-// one exactly when a failed attempt will be retried (a failed job, an output whose binding failed, a
-// `with` or field that did not evaluate), and its canonical task_retrying may wait in the release
-// buffer.
+// liveRetrying reports task_retrying in real time for each retry the step decided (Step.Retrying):
+// its canonical task_retrying may wait in the release buffer.
 func (d *driver) liveRetrying(s Step) {
 	if d.opts.Live == nil {
 		return
 	}
-	for _, t := range s.Timers {
-		tr := d.core.byID[t.Task]
-		if t.Kind != TimerBackoff || tr == nil {
-			continue
-		}
-		l := event.Live{Kind: event.LiveTaskRetrying, Task: t.Task, Verb: tr.t.Verb, Iteration: t.Iteration}
-		if it := tr.iter(t.Iteration); it != nil {
-			l.Attempt = it.attempt
-			if n := len(it.events); n > 0 && it.events[n-1].Kind == event.TaskRetrying {
-				l.Code, _ = it.events[n-1].Fields["code"].(string)
-			}
-		}
-		d.live(l)
+	for _, r := range s.Retrying {
+		d.live(event.Live{Kind: event.LiveTaskRetrying, Task: r.Task, Verb: r.Verb, Iteration: r.Iteration, Attempt: r.Attempt, Code: r.Code})
 	}
 }
 
 func (d *driver) live(l event.Live) {
 	if d.opts.Live != nil {
-		l.Workflow = d.core.w.Name
+		l.Workflow = d.workflow
 		l.At = d.opts.Clock()
 		d.opts.Live.Observe(l)
 	}

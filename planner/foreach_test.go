@@ -83,6 +83,10 @@ func (cr coreRun) run(t *testing.T, src string, n int) (*Core, []event.Event) {
 			} else {
 				pending = append(pending[:i], pending[i+1:]...)
 			}
+			if wk.ID.Kind == JobGate { // the for_each collection: the real user code
+				done = take(c.Finished(wk.ID, wk.Eval.runGate(context.Background()), now))
+				continue
+			}
 			finished++
 			done = take(c.Finished(wk.ID, cr.report(wk), now))
 		default:
@@ -207,7 +211,7 @@ func TestForEachWorkIsLinear(t *testing.T) {
 					if wk.ID.Task == "slow" {
 						return Report{Outcome: workflow.Outcome{Output: "fallback"}}
 					}
-					if wk.ID.Recover {
+					if wk.ID.Kind == JobRecover {
 						return Report{Outcome: workflow.Outcome{Output: "recovered"}}
 					}
 					return failing(wk)
@@ -495,9 +499,13 @@ func TestForEachStreamsFinalEvents(t *testing.T) {
 				all = append(all, got...)
 				return strings.Join(got, " ")
 			}
-			start := c.Start(now)
-			if got := names(start); got != "workflow_started task_started" {
-				t.Fatalf("the start released %q, want the task's task_started as it starts", got)
+			gate := c.Start(now)
+			if got := names(gate); got != "workflow_started" || len(gate.Start) != 1 || gate.Start[0].ID.Kind != JobGate {
+				t.Fatalf("the start released %q and started %v, want workflow_started and the gate job", got, gate.Start)
+			}
+			start := c.Finished(gate.Start[0].ID, gate.Start[0].Eval.runGate(context.Background()), now)
+			if got := names(start); got != "task_started" {
+				t.Fatalf("the gate released %q, want the task's task_started as it starts", got)
 			}
 			works := map[int]Work{}
 			for _, wk := range start.Start {

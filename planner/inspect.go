@@ -113,7 +113,7 @@ func (c *Core) inspectDAG() map[string]any {
 func (d *driver) inspectThreads() []any {
 	ids := make([]JobID, 0, len(d.started))
 	for id := range d.started {
-		if id.Finally < 0 && !id.Recover {
+		if id.Kind == JobAttempt {
 			ids = append(ids, id)
 		}
 	}

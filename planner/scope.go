@@ -7,7 +7,6 @@ import (
 	"sort"
 
 	"github.com/nikahq/nika/spec"
-	"github.com/nikahq/nika/spec/canon"
 	"github.com/nikahq/nika/workflow"
 )
 
@@ -207,12 +206,11 @@ func templateTaskRefs(v spec.Value) []string {
 	return out
 }
 
-// job builds the verb's job; the driver sets Emit. An attempt's fields are
-// nil here: the driver evaluates them (Eval) and sets them with withFields.
-func (c *Core) job(tr *taskRun, verb string, fields map[string]any, attempt, iteration int) workflow.Job {
-	j := workflow.Job{Task: tr.t, Verb: verb, Model: tr.t.Model, Attempt: attempt, Iteration: iteration,
+// job builds the verb's job; the driver sets Emit. Its fields are nil here:
+// the driver evaluates them (Eval) and sets them with withFields.
+func (c *Core) job(tr *taskRun, verb string, attempt, iteration int) workflow.Job {
+	return workflow.Job{Task: tr.t, Verb: verb, Model: tr.t.Model, Attempt: attempt, Iteration: iteration,
 		Permits: c.w.Permits, RunDir: c.cfg.RunDir, Workflow: c.w.Name}
-	return withFields(j, fields)
 }
 
 // withFields sets a job's evaluated verb fields; a non-empty `model` field
@@ -226,42 +224,6 @@ func withFields(j workflow.Job, fields map[string]any) workflow.Job {
 		j.Model = m
 	}
 	return j
-}
-
-// evalOutputs evaluates the envelope outputs in name order once every task
-// is terminal (§2.5). In a run that already failed, entries that cannot be
-// evaluated are null, silently.
-func (c *Core) evalOutputs() (map[string]any, *spec.Error) {
-	out := map[string]any{}
-	if len(c.w.Outputs) == 0 {
-		return out, nil
-	}
-	decls := append([]*spec.OutputDecl(nil), c.w.Outputs...)
-	sort.Slice(decls, func(i, j int) bool { return decls[i].Name < decls[j].Name })
-	scope := c.scope(&taskRun{t: &spec.Task{}}, scopeOutputs, nil)
-	var first *spec.Error
-	for _, d := range decls {
-		v, err := workflow.Eval(d.Value, scope)
-		if err == nil {
-			if _, jerr := canon.Marshal(v); jerr != nil { // NaN, ±Inf: not JSON (§4.7)
-				err = spec.NewError(spec.CodeVarRuntime, fmt.Sprintf("output %q cannot be written as JSON: %v", d.Name, jerr),
-					map[string]any{"output": d.Name})
-			}
-		}
-		if err == nil && d.Type != "" && !spec.MatchesType(v, d.Type) {
-			err = spec.NewError("NIKA-VAR-009", fmt.Sprintf("output %q is %s, not %s", d.Name, typeName(v), d.Type),
-				map[string]any{"output": d.Name, "type": d.Type})
-		}
-		if err != nil {
-			out[d.Name] = nil
-			if first == nil && !c.failed && !c.cancelled {
-				first = err
-			}
-			continue
-		}
-		out[d.Name] = v
-	}
-	return out, first
 }
 
 // typeName names a value's kind with its article, for messages.

@@ -1,6 +1,7 @@
 package planner
 
 import (
+	"context"
 	"fmt"
 	"sort"
 	"time"
@@ -14,6 +15,7 @@ type phase uint8
 
 const (
 	phaseWaiting     phase = iota // dependencies not yet terminal
+	phaseGating                   // the gate job evaluates its when and for_each
 	phaseReady                    // gate passed, waiting for a concurrency slot
 	phaseRunning                  // attempts or iterations in flight
 	phaseRecoverWait              // on_error.recover waits for a referenced task (holds no slot, D4)
@@ -84,6 +86,7 @@ type taskRun struct {
 	terminalEv event.Event
 	finallyIdx int
 	finallyJob JobID
+	gateJob    JobID
 	skipReason endReason
 	cancelCode string
 	counted    bool           // dependents were told this task is terminal
@@ -109,19 +112,15 @@ func (tr *taskRun) terminal() bool { return tr.phase == phaseSettled }
 func (tr *taskRun) decided() bool { return tr.phase == phaseSettled || tr.phase == phaseFinally }
 
 // gate applies the default gate or `when:` (LANGUAGE.md §3.3), then
-// evaluates a for_each collection (§3.7).
+// evaluates a for_each collection (§3.7): in a gate job when either holds
+// an expression, at once when they are literals.
 func (tr *taskRun) gate(c *Core) {
 	if c.cancelled {
 		tr.settle(c, StatusCancelled, nil)
 		tr.skipReason = reasonUser
 		return
 	}
-	var scope workflow.Scope
-	if tr.t.When != nil || tr.t.ForEach != nil { // the default gate reads statuses only
-		scope = c.scope(tr, scopeGate, nil)
-	}
-	switch w := tr.t.When.(type) {
-	case nil:
+	if tr.t.When == nil { // the default gate reads statuses only
 		for _, d := range tr.t.DependsOn {
 			if s := c.byID[d].status; s != StatusSuccess && s != StatusSkipped {
 				tr.skipReason = reasonUpstream
@@ -129,43 +128,47 @@ func (tr *taskRun) gate(c *Core) {
 				return
 			}
 		}
+		if tr.t.ForEach == nil {
+			tr.ready(c)
+			return
+		}
+	}
+	e := &Eval{Scope: c.scope(tr, scopeGate, nil), When: tr.t.When, ForEach: tr.t.ForEach}
+	if !hasTemplate(tr.t.When) && !hasTemplate(tr.t.ForEach) {
+		tr.gated(c, e.runGate(context.Background())) // no expression: no user code
+		return
+	}
+	tr.phase = phaseGating
+	tr.gateJob = JobID{Task: tr.t.ID, Kind: JobGate, Iteration: -1, Finally: -1}
+	c.step.Start = append(c.step.Start, Work{ID: tr.gateJob, Eval: e})
+}
+
+// gated takes the gate's report: a gate failure is final (attempt 0, no
+// retry, no on_error, no on_finally), a false `when` or an empty
+// collection skips the task, and otherwise it waits for a slot.
+func (tr *taskRun) gated(c *Core, r Report) {
+	switch {
+	case r.Outcome.Err != nil:
+		tr.settle(c, StatusFailure, tr.stamp(r.Outcome.Err, 0, -1))
+	case r.Skipped:
+		tr.skipReason = reasonWhenFalse
+		tr.settle(c, StatusSkipped, nil)
+	case tr.t.ForEach != nil && len(r.Items) == 0:
+		tr.skipReason = reasonEmptyCollection
+		tr.settle(c, StatusSkipped, nil)
 	default:
-		ok, err := workflow.EvalBool(w, scope)
-		if err != nil {
-			tr.settle(c, StatusFailure, tr.stamp(err, 0, -1))
-			return
+		if tr.t.ForEach != nil {
+			tr.items = r.Items
+			tr.stopAt = len(r.Items)
 		}
-		if !ok {
-			tr.skipReason = reasonWhenFalse
-			tr.settle(c, StatusSkipped, nil)
-			return
-		}
+		tr.ready(c)
 	}
-	if tr.t.ForEach != nil {
-		v, err := workflow.Eval(tr.t.ForEach, scope)
-		if err != nil {
-			tr.settle(c, StatusFailure, tr.stamp(err, 0, -1))
-			return
-		}
-		items, ok := v.([]any)
-		if !ok {
-			details := map[string]any{"path": "for_each"}
-			if tmpl, isT := tr.t.ForEach.(*spec.Template); isT {
-				details = map[string]any{"expression": tmpl.Source, "path": tmpl.Path}
-			}
-			e := spec.NewError(spec.CodeVarRuntime, fmt.Sprintf("for_each must yield a list, got %s", typeName(v)), details)
-			tr.settle(c, StatusFailure, tr.stamp(e, 0, -1))
-			return
-		}
-		if len(items) == 0 {
-			tr.skipReason = reasonEmptyCollection
-			tr.settle(c, StatusSkipped, nil)
-			return
-		}
-		tr.items = items
-		tr.stopAt = len(items)
-	}
+}
+
+// ready queues the gated task for a concurrency slot.
+func (tr *taskRun) ready(c *Core) {
 	tr.phase = phaseReady
+	c.ready = append(c.ready, tr)
 }
 
 // begin runs once the task holds a slot: task_started, then the attempt
@@ -230,12 +233,10 @@ func (tr *taskRun) startIter(c *Core, it *iterRun) {
 // the verb fields, runs the verb and the bindings (usercode.go).
 func (tr *taskRun) startAttempt(c *Core, it *iterRun) {
 	it.attempt++
-	id := JobID{Task: tr.t.ID, Iteration: it.index, Attempt: it.attempt, Finally: -1}
+	id := JobID{Task: tr.t.ID, Kind: JobAttempt, Iteration: it.index, Attempt: it.attempt, Finally: -1}
 	it.job = id
 	tr.setState(it, iterRunning)
-	job := c.job(tr, tr.t.Verb, nil, it.attempt, it.index)
-	job.Fields = nil // set by the driver once evaluated
-	c.step.Start = append(c.step.Start, Work{ID: id, Job: job, Eval: &Eval{
+	c.step.Start = append(c.step.Start, Work{ID: id, Job: c.job(tr, tr.t.Verb, it.attempt, it.index), Eval: &Eval{
 		Scope: c.scope(tr, scopeWith, it), With: tr.t.With, Body: tr.t.Body, Bindings: tr.t.Bindings,
 		KeepWith: len(tr.t.With) > 0 && tr.t.OnError != nil && tr.t.OnError.HasRecover,
 	}})
@@ -244,24 +245,20 @@ func (tr *taskRun) startAttempt(c *Core, it *iterRun) {
 // finished takes a job's outcome.
 func (tr *taskRun) finished(c *Core, id JobID, r Report) {
 	out, emitted := r.Outcome, r.Emitted
-	if id.Recover {
+	switch id.Kind {
+	case JobGate:
+		if tr.phase == phaseGating && id == tr.gateJob {
+			tr.gated(c, r)
+		}
+		return
+	case JobRecover:
 		if it := tr.iter(id.Iteration); it != nil && it.state == iterRecovering && it.job == id {
 			tr.recovered(c, it, r)
 		}
 		return
-	}
-	if id.Finally >= 0 {
+	case JobFinally:
 		if tr.phase == phaseFinally && id == tr.finallyJob {
-			for _, e := range emitted {
-				tr.tail = append(tr.tail, tr.event(e.Kind, -1, 0, e.Fields))
-			}
-			if out.Err != nil {
-				tr.tail = append(tr.tail, tr.event(event.Log, -1, 0, map[string]any{
-					"level": "warn", "message": fmt.Sprintf("on_finally step %d failed: %s", id.Finally, out.Err.Error()),
-				}))
-			}
-			tr.finallyIdx++
-			tr.runFinally(c)
+			tr.finallyDone(c, id, r)
 		}
 		return
 	}
@@ -319,6 +316,7 @@ func (tr *taskRun) attemptFailed(c *Core, it *iterRun, err *spec.Error) {
 		tr.setState(it, iterBackoff)
 		it.timerSeq++
 		c.step.Timers = append(c.step.Timers, Timer{Task: tr.t.ID, Iteration: it.index, Kind: TimerBackoff, Seq: it.timerSeq, Delay: delay})
+		c.step.Retrying = append(c.step.Retrying, Retrying{Task: tr.t.ID, Verb: tr.t.Verb, Iteration: it.index, Attempt: it.attempt, Code: err.Code})
 		return
 	}
 	tr.handleError(c, it, err)
@@ -408,7 +406,7 @@ func (tr *taskRun) waitingRecover() bool { return tr.count[iterRecoverWait] > 0 
 // whose value replaces the raw output, and runs the bindings over it
 // (§3.10, usercode.go).
 func (tr *taskRun) recover(c *Core, it *iterRun) {
-	id := JobID{Task: tr.t.ID, Iteration: it.index, Attempt: it.attempt, Finally: -1, Recover: true}
+	id := JobID{Task: tr.t.ID, Kind: JobRecover, Iteration: it.index, Attempt: it.attempt, Finally: -1}
 	it.job = id
 	tr.setState(it, iterRecovering)
 	c.step.Start = append(c.step.Start, Work{ID: id, Eval: &Eval{
@@ -560,36 +558,37 @@ func (tr *taskRun) record(c *Core, status Status, output any, bindings map[strin
 	tr.runFinally(c)
 }
 
-// runFinally runs the on_finally steps one at a time, best effort (§3.11).
+// runFinally starts the next on_finally step, best effort (§3.11): its
+// job evaluates the step's `when` and fields, then runs its verb. Once
+// every step reported, the task is settled.
 func (tr *taskRun) runFinally(c *Core) {
-	for tr.finallyIdx < len(tr.t.OnFinally) {
+	if tr.finallyIdx < len(tr.t.OnFinally) {
 		step := tr.t.OnFinally[tr.finallyIdx]
-		scope := c.scope(tr, scopeFinally, nil)
-		if step.When != nil {
-			ok, err := workflow.EvalBool(step.When, scope)
-			if err != nil || !ok {
-				if err != nil {
-					tr.tail = append(tr.tail, tr.event(event.Log, -1, 0, map[string]any{
-						"level": "warn", "message": fmt.Sprintf("on_finally step %d: %s", tr.finallyIdx, err.Error())}))
-				}
-				tr.finallyIdx++
-				continue
-			}
-		}
-		fields, err := workflow.Eval(step.Body, scope)
-		if err != nil {
-			tr.tail = append(tr.tail, tr.event(event.Log, -1, 0, map[string]any{
-				"level": "warn", "message": fmt.Sprintf("on_finally step %d: %s", tr.finallyIdx, err.Error())}))
-			tr.finallyIdx++
-			continue
-		}
-		m, _ := fields.(map[string]any)
-		id := JobID{Task: tr.t.ID, Iteration: -1, Attempt: 0, Finally: tr.finallyIdx}
+		id := JobID{Task: tr.t.ID, Kind: JobFinally, Iteration: -1, Attempt: 0, Finally: tr.finallyIdx}
 		tr.finallyJob = id
-		c.step.Start = append(c.step.Start, Work{ID: id, Job: c.job(tr, step.Verb, m, 0, -1), Timeout: step.Timeout})
+		c.step.Start = append(c.step.Start, Work{ID: id, Job: c.job(tr, step.Verb, 0, -1), Timeout: step.Timeout,
+			Eval: &Eval{Scope: c.scope(tr, scopeFinally, nil), When: step.When, Body: step.Body}})
 		return
 	}
 	tr.settle(c, tr.status, tr.err)
+}
+
+// finallyDone takes an on_finally step's report: its events, and a warning
+// for a step that failed or whose `when` or fields did not evaluate; a
+// step whose `when` was false leaves nothing.
+func (tr *taskRun) finallyDone(c *Core, id JobID, r Report) {
+	for _, e := range r.Emitted {
+		tr.tail = append(tr.tail, tr.event(e.Kind, -1, 0, e.Fields))
+	}
+	if err := r.Outcome.Err; err != nil {
+		msg := fmt.Sprintf("on_finally step %d failed: %s", id.Finally, err.Error())
+		if r.Skipped {
+			msg = fmt.Sprintf("on_finally step %d: %s", id.Finally, err.Error())
+		}
+		tr.tail = append(tr.tail, tr.event(event.Log, -1, 0, map[string]any{"level": "warn", "message": msg}))
+	}
+	tr.finallyIdx++
+	tr.runFinally(c)
 }
 
 // settle makes the task terminal and queues its terminal event.
@@ -726,7 +725,10 @@ func (tr *taskRun) timer(c *Core, t Timer) {
 // userCancel applies a user cancellation to this task.
 func (tr *taskRun) userCancel(c *Core) {
 	switch tr.phase {
-	case phaseWaiting, phaseReady:
+	case phaseWaiting, phaseGating, phaseReady:
+		if tr.phase == phaseGating {
+			c.step.Cancel = append(c.step.Cancel, tr.gateJob)
+		}
 		tr.skipReason = reasonUser
 		tr.settle(c, StatusCancelled, nil)
 	case phaseRunning, phaseRecoverWait:

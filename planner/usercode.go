@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/nikahq/nika/spec"
+	"github.com/nikahq/nika/spec/canon"
 	"github.com/nikahq/nika/workflow"
 )
 
@@ -38,19 +39,30 @@ import (
 //   - A recover runs under the run's context, not the timeout (which does
 //     not cover it, §3.9); a user cancellation stops it.
 //
-// The gate (`when`, for_each), on_finally items and the envelope outputs are
-// still evaluated by the core: they are expressions only (no jq), bounded by
-// the step budget.
+// The gate (`when`, a for_each collection), an on_finally step's `when` and
+// fields, and the envelope outputs are user code too, and run in the driver
+// the same way (JobGate, JobFinally, JobOutputs): a gate under the run's
+// context (a user cancellation ends it, and the core, which settled the task
+// cancelled, ignores its report); an on_finally step under the step's own
+// context and timeout; the outputs under a context the user's cancellation
+// does not end, because the core decided the run's state before it asked for
+// them. A gate made of literals only (`when: true`, a literal list) is no
+// user code: the core decides it at once, so that the jobs of one step still
+// start together (D5). workflow.EvalBool takes no context, so a `when` is
+// bounded by its step budget alone.
 
 // Eval is the user code of a job (see above).
 type Eval struct {
 	// Scope is what `with` (an attempt) or the recover value sees; an
 	// attempt's verb fields see it plus the evaluated `with`.
 	Scope    workflow.Scope
-	With     []spec.NamedValue // an attempt's `with`, evaluated first (§3.5)
-	Body     spec.Value        // an attempt's verb fields
-	Recover  spec.Value        // a recover job's value (JobID.Recover)
-	Bindings []*spec.Binding   // run over the verb's output, or over the recover value
+	With     []spec.NamedValue  // an attempt's `with`, evaluated first (§3.5)
+	Body     spec.Value         // an attempt's verb fields
+	Recover  spec.Value         // a recover job's value (JobRecover)
+	Bindings []*spec.Binding    // run over the verb's output, or over the recover value
+	When     spec.Value         // a gate's or an on_finally step's `when`; nil: none
+	ForEach  spec.Value         // a gate's for_each collection; nil: none
+	Outputs  []*spec.OutputDecl // JobOutputs: the declarations, in name order
 	// KeepWith: the core wants the evaluated `with` as soon as it is known
 	// (Core.Prepared), for a recover that may read it after a timeout ended
 	// the attempt.
@@ -65,6 +77,12 @@ type Report struct {
 	Emitted  []Emitted
 	With     map[string]any // an attempt's evaluated `with`; nil if it did not evaluate
 	Bindings map[string]any // the bindings over a successful output
+	// Skipped: the job's user code decided that nothing more runs: a gate's
+	// `when` was false, or an on_finally step's `when` was false (no error)
+	// or its `when` or fields did not evaluate (the Outcome's error), and
+	// its verb did not run.
+	Skipped bool
+	Items   []any // a gate's evaluated for_each collection
 }
 
 // prepare evaluates an attempt's `with`, then its verb fields, under ctx, and
@@ -148,6 +166,113 @@ func (e *Eval) runRecover(ctx context.Context) (rep Report) {
 	rep.Outcome = workflow.Outcome{Output: v}
 	e.bind(ctx, &rep)
 	return rep
+}
+
+// runGate evaluates a task's `when`, then its for_each collection (§3.3,
+// §3.7): a false `when` is Skipped, an error the outcome's.
+func (e *Eval) runGate(ctx context.Context) (rep Report) {
+	defer func() {
+		if r := recover(); r != nil {
+			rep = Report{Outcome: workflow.Failed(panicError(evaluationPanicked, r))}
+		}
+	}()
+	if e.When != nil {
+		ok, err := workflow.EvalBool(e.When, e.Scope)
+		if err != nil {
+			return Report{Outcome: workflow.Failed(err)}
+		}
+		if !ok {
+			return Report{Skipped: true}
+		}
+	}
+	if e.ForEach == nil {
+		return Report{}
+	}
+	v, err := workflow.EvalContext(ctx, e.ForEach, e.Scope)
+	if err != nil {
+		return Report{Outcome: workflow.Failed(err)}
+	}
+	items, ok := v.([]any)
+	if !ok {
+		details := map[string]any{"path": "for_each"}
+		if tmpl, isT := e.ForEach.(*spec.Template); isT {
+			details = map[string]any{"expression": tmpl.Source, "path": tmpl.Path}
+		}
+		return Report{Outcome: workflow.Failed(spec.NewError(spec.CodeVarRuntime,
+			fmt.Sprintf("for_each must yield a list, got %s", typeName(v)), details))}
+	}
+	return Report{Items: items}
+}
+
+// prepareStep evaluates an on_finally step's `when`, then its fields under
+// ctx (§3.11): ok is false when the `when` is false.
+func (e *Eval) prepareStep(ctx context.Context, job workflow.Job) (_ workflow.Job, ok bool, err *spec.Error) {
+	defer func() {
+		if r := recover(); r != nil {
+			ok, err = false, panicError(evaluationPanicked, r)
+		}
+	}()
+	if e.When != nil {
+		pass, err := workflow.EvalBool(e.When, e.Scope)
+		if err != nil || !pass {
+			return job, false, err
+		}
+	}
+	fields, err := workflow.EvalContext(ctx, e.Body, e.Scope)
+	if err != nil {
+		return job, false, err
+	}
+	m, _ := fields.(map[string]any)
+	return withFields(job, m), true, nil
+}
+
+// runStep runs an on_finally step: its `when` and fields, then (when they
+// let it run) its verb through run.
+func (e *Eval) runStep(ctx context.Context, job workflow.Job, run func(workflow.Job) workflow.Outcome) Report {
+	job, ok, err := e.prepareStep(ctx, job)
+	if err != nil {
+		return Report{Outcome: workflow.Failed(err), Skipped: true}
+	}
+	if !ok {
+		return Report{Skipped: true}
+	}
+	return Report{Outcome: run(job)}
+}
+
+// runOutputs evaluates the envelope outputs in name order (§2.5): the
+// outcome's output is the map, its error the first that failed (which the
+// core keeps only in a run that neither failed nor was cancelled); an
+// entry that fails is null.
+func (e *Eval) runOutputs() (rep Report) {
+	defer func() {
+		if r := recover(); r != nil {
+			rep = Report{Outcome: workflow.Failed(panicError(evaluationPanicked, r))}
+		}
+	}()
+	out := make(map[string]any, len(e.Outputs))
+	var first *spec.Error
+	for _, d := range e.Outputs {
+		v, err := workflow.Eval(d.Value, e.Scope)
+		if err == nil {
+			if _, jerr := canon.Marshal(v); jerr != nil { // NaN, ±Inf: not JSON (§4.7)
+				err = spec.NewError(spec.CodeVarRuntime, fmt.Sprintf("output %q cannot be written as JSON: %v", d.Name, jerr),
+					map[string]any{"output": d.Name})
+			}
+		}
+		if err == nil && d.Type != "" && !spec.MatchesType(v, d.Type) {
+			err = spec.NewError("NIKA-VAR-009", fmt.Sprintf("output %q is %s, not %s", d.Name, typeName(v), d.Type),
+				map[string]any{"output": d.Name, "type": d.Type})
+		}
+		if err != nil {
+			out[d.Name] = nil
+			if first == nil {
+				first = err
+			}
+			continue
+		}
+		out[d.Name] = v
+	}
+	return Report{Outcome: workflow.Outcome{Output: out, Err: first}}
 }
 
 const evaluationPanicked = "evaluating the task's expressions or bindings"
