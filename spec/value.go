@@ -103,27 +103,64 @@ func (c *checker) valueTooLarge(n *Node, path string, err error) {
 // string, []any, map[string]any), expanding aliases under the D12 limits.
 // Duplicate keys keep their first value.
 func (n *Node) Value() (any, error) {
-	b := valueBudget{nodes: maxValueNodes, bytes: maxValueBytes, root: n}
+	v, err := n.ValueWithin(ValueLimits{Nodes: maxValueNodes, Bytes: maxValueBytes, Depth: maxValueDepth})
+	var le *ValueLimitError
+	if errors.As(err, &le) {
+		return nil, tooLarge(n, le.Limit)
+	}
+	return v, err
+}
+
+// ValueLimits bound one materialization (Node.ValueWithin). They are counted with aliases
+// expanded: every node counts one, a number 8 bytes, a string and a mapping key their length.
+type ValueLimits struct {
+	Nodes, Bytes, Depth int
+	// NoDanglingAliases makes an alias to an unknown anchor ErrUnknownAnchor; otherwise it
+	// reads as null (the checker reports such aliases on its own).
+	NoDanglingAliases bool
+}
+
+// ErrUnknownAnchor is ValueWithin's error for an alias to an unknown anchor, under
+// ValueLimits.NoDanglingAliases.
+var ErrUnknownAnchor = errors.New("an alias refers to an unknown anchor")
+
+// ValueLimitError is ValueWithin's error for a value that passes one of its limits.
+type ValueLimitError struct {
+	Limit string // "nodes", "bytes" or "depth"
+}
+
+func (e *ValueLimitError) Error() string {
+	return "the value passes its " + e.Limit + " limit"
+}
+
+// ValueWithin converts a node into the nika value model as Value does, under other limits:
+// workflow files use Value's D12 limits, the YAML data of nika:convert and nika:validate larger
+// ones. Passing a limit is a *ValueLimitError.
+func (n *Node) ValueWithin(lim ValueLimits) (any, error) {
+	b := valueBudget{nodes: lim.Nodes, bytes: lim.Bytes, lim: lim}
 	return b.value(n, 0)
 }
 
+// valueBudget is what is left of the limits during one materialization.
 type valueBudget struct {
 	nodes, bytes int
-	root         *Node
+	lim          ValueLimits
 }
 
-// value materializes n; root is the value Value was called on, which a
-// limit error describes.
 func (b *valueBudget) value(n *Node, depth int) (any, error) {
-	n = n.Deref()
+	if n != nil && n.Kind == KindAlias {
+		if n = n.Deref(); n == nil && b.lim.NoDanglingAliases {
+			return nil, ErrUnknownAnchor
+		}
+	}
 	b.nodes--
 	switch {
 	case b.nodes < 0:
-		return nil, tooLarge(b.root, limitNodes)
+		return nil, &ValueLimitError{Limit: limitNodes}
 	case b.bytes < 0:
-		return nil, tooLarge(b.root, limitBytes)
-	case depth > maxValueDepth:
-		return nil, tooLarge(b.root, limitDepth)
+		return nil, &ValueLimitError{Limit: limitBytes}
+	case depth > b.lim.Depth:
+		return nil, &ValueLimitError{Limit: limitDepth}
 	}
 	if n == nil {
 		return nil, nil
@@ -142,7 +179,7 @@ func (b *valueBudget) value(n *Node, depth int) (any, error) {
 	case KindString:
 		b.bytes -= len(n.Str)
 		if b.bytes < 0 {
-			return nil, tooLarge(b.root, limitBytes)
+			return nil, &ValueLimitError{Limit: limitBytes}
 		}
 		return n.Str, nil
 	case KindSeq:
@@ -156,6 +193,8 @@ func (b *valueBudget) value(n *Node, depth int) (any, error) {
 		}
 		return out, nil
 	case KindMap:
+		// Parse leaves keys that are not strings out of the mapping, and reports duplicate
+		// keys (PARSE-017); what is left of them here is skipped.
 		out := make(map[string]any, len(n.Pairs))
 		for _, p := range n.Pairs {
 			if p.Key.Kind != KindString {

@@ -15,7 +15,8 @@ import (
 )
 
 // YAML for nika:convert and nika:validate: the parser reuses the profile of workflow files
-// (spec.Parse, D12) with a larger alias budget, the emitter is this package's own so that the
+// (spec.Parse, D12) and its materialiser (spec.Node.ValueWithin) with a larger budget, and
+// refuses an alias to an unknown anchor; the emitter is this package's own so that the
 // output is stable and always reads back as the same value.
 
 const (
@@ -35,64 +36,12 @@ func parseYAML(text string) (any, error) {
 	if f == nil || f.Root == nil {
 		return nil, errors.New("the YAML does not parse")
 	}
-	b := &yamlBudget{nodes: maxYAMLNodes, bytes: maxYAMLBytes}
-	return b.value(f.Root, 0)
-}
-
-type yamlBudget struct{ nodes, bytes int }
-
-func (b *yamlBudget) value(n *spec.Node, depth int) (any, error) {
-	if n != nil && n.Kind == spec.KindAlias {
-		if n = n.Deref(); n == nil {
-			return nil, errors.New("an alias refers to an unknown anchor")
-		}
-	}
-	b.nodes--
-	if b.nodes < 0 || b.bytes < 0 || depth > maxDepth {
+	v, err := f.Root.ValueWithin(spec.ValueLimits{Nodes: maxYAMLNodes, Bytes: maxYAMLBytes, Depth: maxDepth, NoDanglingAliases: true})
+	var le *spec.ValueLimitError
+	if errors.As(err, &le) {
 		return nil, errYAMLTooLarge
 	}
-	if n == nil {
-		return nil, nil
-	}
-	switch n.Kind {
-	case spec.KindBool:
-		return n.Bool, nil
-	case spec.KindInt:
-		b.bytes -= 8
-		return int(n.Int), nil
-	case spec.KindFloat:
-		b.bytes -= 8
-		return n.Float, nil
-	case spec.KindString:
-		b.bytes -= len(n.Str)
-		return n.Str, nil
-	case spec.KindSeq:
-		out := make([]any, 0, len(n.Items))
-		for _, it := range n.Items {
-			v, err := b.value(it, depth+1)
-			if err != nil {
-				return nil, err
-			}
-			out = append(out, v)
-		}
-		return out, nil
-	case spec.KindMap:
-		out := make(map[string]any, len(n.Pairs))
-		for _, p := range n.Pairs {
-			k := p.Key.Deref()
-			if k == nil || k.Kind != spec.KindString {
-				return nil, fmt.Errorf("%s: a mapping key is not a string", p.Key.Pos)
-			}
-			b.bytes -= len(k.Str)
-			v, err := b.value(p.Value, depth+1)
-			if err != nil {
-				return nil, err
-			}
-			out[k.Str] = v
-		}
-		return out, nil
-	}
-	return nil, nil
+	return v, err
 }
 
 // renderYAML writes v as block YAML: 2-space indentation, keys sorted by byte order, sequences

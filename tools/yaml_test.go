@@ -75,3 +75,18 @@ func TestYAMLAliasBomb(t *testing.T) {
 		t.Fatalf("err = %v", err)
 	}
 }
+
+// parseYAML is spec's materialiser under this package's budget: an alias to no anchor is an
+// error (a workflow file reads it as null); TestYAMLAliasBomb covers the limit.
+func TestParseYAMLLimits(t *testing.T) {
+	if _, err := parseYAML("a: *nowhere\n"); err == nil || err.Error() != "an alias refers to an unknown anchor" {
+		t.Errorf("dangling alias: %v", err)
+	}
+	if v, err := parseYAML("a: &x [1]\nb: *x\n"); err != nil || !reflect.DeepEqual(v, map[string]any{"a": []any{1}, "b": []any{1}}) {
+		t.Errorf("alias: %#v, %v", v, err)
+	}
+	deep := strings.Repeat("[", 120) + strings.Repeat("]", 120) // within the parser's flow depth
+	if _, err := parseYAML(deep); err != nil {
+		t.Errorf("120 levels: %v", err)
+	}
+}

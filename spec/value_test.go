@@ -1,6 +1,8 @@
 package spec
 
 import (
+	"errors"
+	"reflect"
 	"strings"
 	"testing"
 )
@@ -64,5 +66,39 @@ func TestValueLimitSelfReference(t *testing.T) {
 	_, err := seq.Value()
 	if err == nil || err.Error() != "with its aliases expanded, the value has more than 1,000 levels of nesting; a literal value may have at most 10,000 nodes and 1 MiB, nested at most 1,000 deep" {
 		t.Errorf("Value of a self-referencing anchor: %v", err)
+	}
+}
+
+// ValueWithin counts what Value counts under the caller's limits: every node one, a string or
+// a key its length, a number 8 bytes, aliases expanded; a dangling alias is null unless the
+// caller refuses it.
+func TestValueWithin(t *testing.T) {
+	f, findings := Parse("data", []byte("a: *nowhere\nb: [x, yy]\n"))
+	if f == nil || f.Root == nil || HasErrors(findings) {
+		t.Fatalf("parse: %v", findings)
+	}
+	// 5 nodes (the map, null, the list, x, yy), 5 bytes (a, b, x, yy), 2 levels below the root.
+	ok := ValueLimits{Nodes: 5, Bytes: 5, Depth: 2}
+	v, err := f.Root.ValueWithin(ok)
+	if err != nil || !reflect.DeepEqual(v, map[string]any{"a": nil, "b": []any{"x", "yy"}}) {
+		t.Fatalf("within the limits: %#v, %v", v, err)
+	}
+	for _, c := range []struct {
+		lim  ValueLimits
+		want string
+	}{
+		{ValueLimits{Nodes: 4, Bytes: 5, Depth: 2}, limitNodes},
+		{ValueLimits{Nodes: 5, Bytes: 4, Depth: 2}, limitBytes}, // the last string passes it
+		{ValueLimits{Nodes: 5, Bytes: 5, Depth: 1}, limitDepth},
+	} {
+		_, err := f.Root.ValueWithin(c.lim)
+		var le *ValueLimitError
+		if !errors.As(err, &le) || le.Limit != c.want {
+			t.Errorf("%+v: %v, want the %s limit", c.lim, err, c.want)
+		}
+	}
+	ok.NoDanglingAliases = true
+	if _, err := f.Root.ValueWithin(ok); !errors.Is(err, ErrUnknownAnchor) {
+		t.Errorf("NoDanglingAliases: %v, want ErrUnknownAnchor", err)
 	}
 }
