@@ -142,8 +142,6 @@ type Core struct {
 	byID  map[string]*taskRun
 	// Incremental scheduling: a task is gated when its count of
 	// non-terminal dependencies reaches zero; gated tasks queue for a slot.
-	waitingOn  map[*taskRun]int
-	dependents map[*taskRun][]*taskRun
 	toGate     []*taskRun
 	ready      []*taskRun
 	recovering []*taskRun
@@ -181,13 +179,11 @@ func NewCore(w *workflow.Workflow, in Inputs, cfg Config) *Core {
 	for _, t := range w.Order {
 		c.order = append(c.order, c.byID[t.ID])
 	}
-	c.waitingOn = make(map[*taskRun]int, len(c.tasks))
-	c.dependents = make(map[*taskRun][]*taskRun, len(c.tasks))
 	for _, tr := range c.tasks {
-		c.waitingOn[tr] = len(tr.t.DependsOn)
+		tr.waitingOn = len(tr.t.DependsOn)
 		for _, d := range tr.t.DependsOn {
 			dep := c.byID[d]
-			c.dependents[dep] = append(c.dependents[dep], tr)
+			dep.dependents = append(dep.dependents, tr)
 		}
 		if len(tr.t.DependsOn) == 0 {
 			c.toGate = append(c.toGate, tr)
@@ -203,9 +199,9 @@ func (c *Core) becameTerminal(tr *taskRun) {
 		return
 	}
 	tr.counted = true
-	for _, d := range c.dependents[tr] {
-		c.waitingOn[d]--
-		if c.waitingOn[d] == 0 {
+	for _, d := range tr.dependents {
+		d.waitingOn--
+		if d.waitingOn == 0 {
 			c.toGate = append(c.toGate, d)
 		}
 	}
@@ -503,6 +499,7 @@ type ModelUsage struct {
 // Result returns the run's result; meaningful once a Step reported Done.
 func (c *Core) Result() Result {
 	r := Result{State: string(c.state), Outputs: c.outputs, Error: c.outputsErr, Usage: map[string]*ModelUsage{}}
+	r.Tasks = make([]TaskResult, 0, len(c.tasks))
 	for _, tr := range c.tasks {
 		tres := TaskResult{ID: tr.t.ID, Status: string(tr.status), Output: tr.output, Error: tr.err, Usage: tr.usage}
 		r.Tasks = append(r.Tasks, tres)

@@ -54,8 +54,7 @@ func newDriver(ctx context.Context, w *workflow.Workflow, in Inputs, opts Option
 		results:  newInbox(),
 		timers:   make(chan Timer),
 		stop:     make(chan struct{}),
-		running:  map[JobID]context.CancelFunc{},
-		started:  map[JobID]time.Time{},
+		running:  map[JobID]runningJob{},
 		asks:     make(chan inspectReq),
 	}
 	d.inspect = d.inspector()
@@ -131,6 +130,12 @@ func (b *inbox) take() (jobResult, bool) {
 	return r, true
 }
 
+// runningJob is a job the driver started and has not had the report of.
+type runningJob struct {
+	cancel context.CancelFunc
+	at     time.Time // when it started (nika:inspect threads)
+}
+
 type driver struct {
 	opts     Options
 	core     *Core
@@ -139,8 +144,7 @@ type driver struct {
 	results  *inbox
 	timers   chan Timer
 	stop     chan struct{} // closed when Run returns: pending timers give up
-	running  map[JobID]context.CancelFunc
-	started  map[JobID]time.Time                        // when each running job started (nika:inspect threads)
+	running  map[JobID]runningJob
 	asks     chan inspectReq                            // nika:inspect questions, answered by the loop
 	inspect  func(context.Context, string) (any, error) // every job's Job.Inspect (one closure for the run)
 	armed    []*time.Timer
@@ -204,7 +208,6 @@ func (d *driver) run() Result {
 			}
 			d.cancel(r.id) // releases the job's context
 			delete(d.running, r.id)
-			delete(d.started, r.id)
 			d.liveFinished(r)
 			if step.Done {
 				step = Step{Done: true}
@@ -293,9 +296,9 @@ func (d *driver) carryOut(s Step) {
 
 // cancel cancels a running job (none if it is not running).
 func (d *driver) cancel(id JobID) {
-	if cancel, ok := d.running[id]; ok {
+	if j, ok := d.running[id]; ok {
 		d.cancels++
-		cancel()
+		j.cancel()
 	}
 }
 
@@ -321,8 +324,7 @@ func (d *driver) start(wk Work) {
 		inner := cancel
 		cancel = func() { cancelT(); inner() }
 	}
-	d.running[wk.ID] = cancel
-	d.started[wk.ID] = d.opts.Clock()
+	d.running[wk.ID] = runningJob{cancel: cancel, at: d.opts.Clock()}
 	switch wk.ID.Kind {
 	case JobRecover, JobGate, JobOutputs: // no verb: user code only
 		d.wg.Add(1)
@@ -341,63 +343,88 @@ func (d *driver) start(wk Work) {
 		}()
 		return
 	}
-	verb := d.opts.Verbs[wk.Job.Verb]
-	var mu sync.Mutex
-	var emitted []Emitted
-	job := wk.Job
-	job.Emit = func(kind string, fields map[string]any) {
-		mu.Lock()
-		emitted = append(emitted, Emitted{Kind: kind, Fields: fields})
-		mu.Unlock()
-	}
-	job.Live = d.liveNotes(wk.ID)
-	job.Inspect = d.inspect
+	j := &verbJob{d: d, id: wk.ID, timeout: wk.Timeout, eval: wk.Eval, ctx: ctx, verb: d.opts.Verbs[wk.Job.Verb],
+		abandoned: wk.ID.Kind == JobFinally && parent.Err() != nil}
+	j.job = wk.Job
+	j.job.Emit = j.emit
+	j.job.Live = d.liveNotes(wk.ID)
+	j.job.Inspect = d.inspect
 	if wk.ID.Kind == JobAttempt {
-		d.liveStarted(wk.ID, job.Verb)
+		d.liveStarted(wk.ID, j.job.Verb)
 	}
-	// A second signal (Options.Finally cancelled) abandons on_finally: the steps after it do not run.
-	abandoned := wk.ID.Kind == JobFinally && parent.Err() != nil
 	d.wg.Add(1)
-	go func() {
-		defer d.wg.Done()
-		res := jobResult{id: wk.ID}
-		rep := &res.rep
-		switch {
-		case wk.ID.Kind == JobFinally:
-			evalCtx := ctx
-			if abandoned { // the step's `when` and fields still decide whether it counts as run
-				evalCtx = context.WithoutCancel(ctx)
-			}
-			*rep = wk.Eval.runStep(evalCtx, job, func(job workflow.Job) workflow.Outcome {
-				res.verb, res.at = job.Verb, d.liveStep(wk.ID, job.Verb)
-				if abandoned {
-					return workflow.Failed(spec.NewError("NIKA-CANCEL-001", "on_finally was abandoned", nil))
-				}
-				return runVerb(ctx, verb, job)
-			})
-		case ctx.Err() != nil:
-			rep.Outcome = workflow.Failed(notStarted(ctx))
-		default:
-			*rep = wk.Eval.runAttempt(ctx, job, func(with map[string]any) { d.prepared(wk, with) },
-				func(job workflow.Job) workflow.Outcome { return runVerb(ctx, verb, job) })
+	go j.run()
+}
+
+// verbJob is a job that calls a verb (an attempt, an on_finally step), as
+// its goroutine runs it: one allocation holds what the goroutine and the
+// job's Emit share.
+type verbJob struct {
+	d         *driver
+	id        JobID
+	timeout   time.Duration // Work.Timeout
+	eval      *Eval
+	job       workflow.Job
+	ctx       context.Context
+	verb      Verb
+	abandoned bool // a second signal (Options.Finally cancelled) abandoned on_finally: this step does not run
+	mu        sync.Mutex
+	emitted   []Emitted
+	res       jobResult
+}
+
+func (j *verbJob) emit(kind string, fields map[string]any) {
+	j.mu.Lock()
+	j.emitted = append(j.emitted, Emitted{Kind: kind, Fields: fields})
+	j.mu.Unlock()
+}
+
+func (j *verbJob) run() {
+	d, id, ctx := j.d, j.id, j.ctx
+	defer d.wg.Done()
+	j.res.id = id
+	rep := &j.res.rep
+	switch {
+	case id.Kind == JobFinally:
+		evalCtx := ctx
+		if j.abandoned { // the step's `when` and fields still decide whether it counts as run
+			evalCtx = context.WithoutCancel(ctx)
 		}
-		if rep.Outcome.Err != nil && context.Cause(ctx) == errStepTimeout {
-			rep.Outcome = workflow.Failed(spec.NewError("NIKA-TIMEOUT-001", fmt.Sprintf("on_finally step %d of task %q timed out after %s", wk.ID.Finally, wk.ID.Task, wk.Timeout),
-				map[string]any{"timeout": wk.Timeout.String()}))
-		}
-		mu.Lock()
-		rep.Emitted = emitted
-		mu.Unlock()
-		d.results.put(res)
-	}()
+		*rep = j.eval.runStep(evalCtx, j.job, j.runStep)
+	case ctx.Err() != nil:
+		rep.Outcome = workflow.Failed(notStarted(ctx))
+	default:
+		*rep = j.eval.runAttempt(ctx, j.job, j.prepared, j.runVerb)
+	}
+	if rep.Outcome.Err != nil && context.Cause(ctx) == errStepTimeout {
+		rep.Outcome = workflow.Failed(spec.NewError("NIKA-TIMEOUT-001", fmt.Sprintf("on_finally step %d of task %q timed out after %s", id.Finally, id.Task, j.timeout),
+			map[string]any{"timeout": j.timeout.String()}))
+	}
+	j.mu.Lock()
+	rep.Emitted = j.emitted
+	j.mu.Unlock()
+	d.results.put(j.res)
+}
+
+func (j *verbJob) runVerb(job workflow.Job) workflow.Outcome { return runVerb(j.ctx, j.verb, job) }
+
+func (j *verbJob) prepared(with map[string]any) { j.d.prepared(j.id, j.eval, with) }
+
+// runStep runs an on_finally step's verb once its `when` let it run.
+func (j *verbJob) runStep(job workflow.Job) workflow.Outcome {
+	j.res.verb, j.res.at = job.Verb, j.d.liveStep(j.id, job.Verb)
+	if j.abandoned {
+		return workflow.Failed(spec.NewError("NIKA-CANCEL-001", "on_finally was abandoned", nil))
+	}
+	return j.runVerb(job)
 }
 
 // prepared hands the core an attempt's evaluated `with` before its verb
 // runs, when the task's recover may read it after the attempt was ended
 // (Eval.KeepWith); called from the job's goroutine.
-func (d *driver) prepared(wk Work, with map[string]any) {
-	if wk.Eval.KeepWith {
-		d.results.put(jobResult{id: wk.ID, rep: Report{With: with}, prepared: true})
+func (d *driver) prepared(id JobID, e *Eval, with map[string]any) {
+	if e.KeepWith {
+		d.results.put(jobResult{id: id, rep: Report{With: with}, prepared: true})
 	}
 }
 
@@ -449,7 +476,7 @@ func (d *driver) startBatch(v BatchVerb, ws []Work) {
 		stop := make(chan struct{})
 		var cancelJob context.CancelFunc
 		jctx[i], cancelJob = context.WithCancel(d.base)
-		d.running[wk.ID] = func() {
+		d.running[wk.ID] = runningJob{at: d.opts.Clock(), cancel: func() {
 			once.Do(func() {
 				close(stop) // this job alone (Job.Cancelled)
 				cancelJob()
@@ -461,8 +488,7 @@ func (d *driver) startBatch(v BatchVerb, ws []Work) {
 					cancel()
 				}
 			})
-		}
-		d.started[wk.ID] = d.opts.Clock()
+		}}
 		jobs[i] = wk.Job
 		jobs[i].Inspect = d.inspect
 		jobs[i].Cancelled = stop
@@ -501,7 +527,7 @@ func (d *driver) startBatch(v BatchVerb, ws []Work) {
 				deliver(i, workflow.Failed(err))
 				continue
 			}
-			d.prepared(wk, with)
+			d.prepared(wk.ID, wk.Eval, with)
 			idx, batch = append(idx, i), append(batch, job)
 		}
 		if len(batch) == 0 {

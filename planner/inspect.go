@@ -111,8 +111,8 @@ func (c *Core) inspectDAG() map[string]any {
 // inspectThreads lists the attempts running now, on_finally steps and
 // recovers left out, sorted by task id, then iteration (then attempt).
 func (d *driver) inspectThreads() []any {
-	ids := make([]JobID, 0, len(d.started))
-	for id := range d.started {
+	ids := make([]JobID, 0, len(d.running))
+	for id := range d.running {
 		if id.Kind == JobAttempt {
 			ids = append(ids, id)
 		}
@@ -134,7 +134,7 @@ func (d *driver) inspectThreads() []any {
 			it = id.Iteration
 		}
 		out[i] = map[string]any{"task_id": id.Task, "iteration": it, "attempt": id.Attempt,
-			"started_at": d.started[id].UTC().Format(timeLayout)}
+			"started_at": d.running[id].at.UTC().Format(timeLayout)}
 	}
 	return out
 }

@@ -81,7 +81,7 @@ type taskRun struct {
 	recWait []*iterRun
 	relIter int // the iterations below have had their events released (stream)
 
-	head       []event.Event // task_started
+	head       event.Event   // task_started
 	tail       []event.Event // on_finally logs, then the terminal event
 	terminalEv event.Event
 	finallyIdx int
@@ -89,7 +89,14 @@ type taskRun struct {
 	gateJob    JobID
 	skipReason endReason
 	cancelCode string
-	counted    bool           // dependents were told this task is terminal
+	counted    bool // dependents were told this task is terminal
+	// Incremental scheduling: the task is gated when its count of
+	// non-terminal dependencies reaches zero.
+	waitingOn  int
+	dependents []*taskRun
+	solo       iterRun        // the attempt loop of a task without for_each
+	soloIters  [1]*iterRun    // iters of a task without for_each: {&solo}
+	hasHead    bool           // head holds task_started, not released yet
 	recovering bool           // in Core.recovering
 	depRecords map[string]any // the dependencies' records, once gated (scope.go)
 	templated  bool           // with or the verb body holds an expression
@@ -97,7 +104,7 @@ type taskRun struct {
 }
 
 func newTaskRun(t *spec.Task) *taskRun {
-	tr := &taskRun{t: t, usage: map[string]*ModelUsage{}, templated: len(t.With) > 0 || hasTemplate(t.Body)}
+	tr := &taskRun{t: t, templated: len(t.With) > 0 || hasTemplate(t.Body)}
 	if t.OnError != nil && t.OnError.HasRecover {
 		tr.recoverRefs = templateTaskRefs(t.OnError.Recover)
 	}
@@ -176,10 +183,12 @@ func (tr *taskRun) ready(c *Core) {
 func (tr *taskRun) begin(c *Core) {
 	tr.phase = phaseRunning
 	tr.started, tr.startedAt = true, c.now
-	tr.head = append(tr.head, tr.event(event.TaskStarted, -1, 0, map[string]any{"verb": tr.t.Verb}))
+	tr.head, tr.hasHead = tr.event(event.TaskStarted, -1, 0, map[string]any{"verb": tr.t.Verb}), true
 	if tr.t.ForEach == nil {
-		it := &iterRun{index: -1}
-		tr.iters = []*iterRun{it}
+		it := &tr.solo
+		it.index = -1
+		tr.soloIters[0] = it
+		tr.iters = tr.soloIters[:]
 		tr.count[iterIdle]++
 		tr.startIter(c, it)
 		return
@@ -238,7 +247,7 @@ func (tr *taskRun) startAttempt(c *Core, it *iterRun) {
 	tr.setState(it, iterRunning)
 	c.step.Start = append(c.step.Start, Work{ID: id, Job: c.job(tr, tr.t.Verb, it.attempt, it.index), Eval: &Eval{
 		Scope: c.scope(tr, scopeWith, it), With: tr.t.With, Body: tr.t.Body, Bindings: tr.t.Bindings,
-		KeepWith: len(tr.t.With) > 0 && tr.t.OnError != nil && tr.t.OnError.HasRecover,
+		KeepWith: len(tr.t.With) > 0 && tr.t.OnError != nil && tr.t.OnError.HasRecover, Literal: !tr.templated,
 	}})
 }
 
@@ -294,6 +303,9 @@ func (tr *taskRun) finished(c *Core, id JobID, r Report) {
 func (tr *taskRun) addUsage(u workflow.Usage) {
 	m := tr.usage[u.Model]
 	if m == nil {
+		if tr.usage == nil {
+			tr.usage = map[string]*ModelUsage{}
+		}
 		m = &ModelUsage{}
 		tr.usage[u.Model] = m
 	}
@@ -653,10 +665,7 @@ func (tr *taskRun) stream(c *Core) {
 	if tr.t.ForEach == nil || !tr.started {
 		return
 	}
-	for _, e := range tr.head {
-		c.emit(e)
-	}
-	tr.head = nil
+	tr.emitHead(c)
 	for tr.relIter < len(tr.iters) && !(tr.t.FailFast && tr.relIter >= tr.stopAt) {
 		it := tr.iters[tr.relIter]
 		if it == nil || it.state != iterDone {
@@ -671,15 +680,21 @@ func (tr *taskRun) stream(c *Core) {
 	}
 }
 
+// emitHead releases task_started once.
+func (tr *taskRun) emitHead(c *Core) {
+	if tr.hasHead {
+		c.emit(tr.head)
+		tr.head, tr.hasHead = event.Event{}, false
+	}
+}
+
 // release emits the rest of a settled task's canonical events, in release
 // order: task_started, the iterations' events in index order (under
 // fail-fast, those above the failed index are dropped, D3), on_finally's,
 // then the terminal event. The iterations are dropped after it: the record
 // holds what remains of them, and a late report finds none (stale).
 func (tr *taskRun) release(c *Core) {
-	for _, e := range tr.head {
-		c.emit(e)
-	}
+	tr.emitHead(c)
 	limit := len(tr.iters)
 	if tr.t.ForEach != nil && tr.t.FailFast && tr.stopAt < len(tr.items) {
 		limit = tr.stopAt
@@ -696,7 +711,8 @@ func (tr *taskRun) release(c *Core) {
 		c.emit(e)
 	}
 	c.emit(tr.terminalEv)
-	tr.iters, tr.recWait, tr.items, tr.head, tr.tail = nil, nil, nil, nil, nil
+	tr.iters, tr.recWait, tr.items, tr.tail = nil, nil, nil, nil
+	tr.soloIters[0], tr.solo = nil, iterRun{}
 }
 
 // timer handles a backoff or deadline timer.

@@ -63,6 +63,9 @@ type Eval struct {
 	When     spec.Value         // a gate's or an on_finally step's `when`; nil: none
 	ForEach  spec.Value         // a gate's for_each collection; nil: none
 	Outputs  []*spec.OutputDecl // JobOutputs: the declarations, in name order
+	// Literal: the attempt has no `with` and its verb fields hold no
+	// expression, so they are copied without an evaluator (copyLiteral).
+	Literal bool
 	// KeepWith: the core wants the evaluated `with` as soon as it is known
 	// (Core.Prepared), for a recover that may read it after a timeout ended
 	// the attempt.
@@ -94,7 +97,16 @@ func (e *Eval) prepare(ctx context.Context, job workflow.Job) (_ workflow.Job, w
 			err = panicError(evaluationPanicked, r)
 		}
 	}()
-	with = make(map[string]any, len(e.With))
+	if e.Literal {
+		if fields, ok := copyLiteral(e.Body); ok {
+			m, _ := fields.(map[string]any)
+			return withFields(job, m), noWith, nil
+		}
+	}
+	with = noWith
+	if len(e.With) > 0 {
+		with = make(map[string]any, len(e.With))
+	}
 	for _, nv := range e.With {
 		v, err := workflow.EvalContext(ctx, nv.Value, e.Scope)
 		if err != nil {
@@ -273,6 +285,68 @@ func (e *Eval) runOutputs() (rep Report) {
 		out[d.Name] = v
 	}
 	return Report{Outcome: workflow.Outcome{Output: out, Err: first}}
+}
+
+// noWith is the evaluated `with` of an attempt without one: empty, shared,
+// and never modified (expressions read it; evaluation copies what it
+// returns).
+var noWith = map[string]any{}
+
+// copyLiteral deep-copies a literal tree without expressions, as
+// workflow.Eval would (the verb may modify its fields), within the literal
+// budget of workflow.Eval (10,000 nodes, 1 MiB); ok is false for anything
+// else (a template, a value of another kind, a tree beyond the budget), which
+// the evaluator then handles with its own errors.
+func copyLiteral(v spec.Value) (any, bool) {
+	b := litBudget{nodes: 10_000, bytes: 1 << 20}
+	return b.copy(v, 0)
+}
+
+type litBudget struct{ nodes, bytes int }
+
+func (b *litBudget) copy(v any, depth int) (any, bool) {
+	b.nodes--
+	if b.nodes < 0 || b.bytes < 0 || depth > canon.MaxDepth {
+		return nil, false
+	}
+	switch x := v.(type) {
+	case nil, bool:
+		return x, true
+	case int, float64:
+		b.bytes -= 8
+		return x, true
+	case string:
+		b.bytes -= len(x)
+		return x, b.bytes >= 0
+	case []any:
+		if x == nil {
+			return []any(nil), true
+		}
+		out := make([]any, len(x))
+		for i, it := range x {
+			c, ok := b.copy(it, depth+1)
+			if !ok {
+				return nil, false
+			}
+			out[i] = c
+		}
+		return out, true
+	case map[string]any:
+		if x == nil {
+			return map[string]any(nil), true
+		}
+		out := make(map[string]any, len(x))
+		for k, it := range x {
+			b.bytes -= len(k)
+			c, ok := b.copy(it, depth+1)
+			if !ok {
+				return nil, false
+			}
+			out[k] = c
+		}
+		return out, true
+	}
+	return nil, false
 }
 
 const evaluationPanicked = "evaluating the task's expressions or bindings"
