@@ -1,10 +1,3 @@
-// Package tools runs the nika: builtins (LANGUAGE.md §7): it validates resolved arguments against
-// the catalog's contract and carries out each builtin under the workflow's permits.
-//
-// Where LANGUAGE.md is silent, the file of each builtin says what was decided: edit.go (write
-// failures, mode), glob.go (the literal root, `**`, exclude pruning, the permits.fs.read
-// reach of a root), grep.go (the line limit, binary files, path style, permits) and prompt.go
-// (--yes, retries, the end of input, cancellation).
 package tools
 
 import (

@@ -7,6 +7,7 @@ import (
 	"os"
 
 	"github.com/nikahq/nika/spec"
+	"github.com/nikahq/nika/tools/fsgate"
 )
 
 // nika:edit (LANGUAGE.md §7.3): a literal find/replace in one file, written atomically.
@@ -50,14 +51,14 @@ func runEdit(_ context.Context, in *invocation) (any, error) {
 		return nil, in.badValue("find", find, "a non-empty text with a count ≥ 0")
 	}
 	details := map[string]any{"path": p}
-	abs, err := absPath(in.call.RunDir, p)
+	abs, err := fsgate.Abs(in.call.RunDir, p)
 	if err != nil {
 		return nil, spec.NewError(codeEditFile, "cannot edit "+quote(p)+": "+err.Error(), details).Wrap(err)
 	}
-	if _, err := checkFS(in.call, gateRead, p, abs); err != nil {
+	if _, err := fsgate.Check(in.call.Permits, in.call.RunDir, fsgate.Read, p, abs); err != nil {
 		return nil, err
 	}
-	target, err := checkFS(in.call, gateWrite, p, abs)
+	target, err := fsgate.Check(in.call.Permits, in.call.RunDir, fsgate.Write, p, abs)
 	if err != nil {
 		return nil, err
 	}

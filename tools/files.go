@@ -15,10 +15,11 @@ import (
 
 	"github.com/nikahq/nika/spec"
 	"github.com/nikahq/nika/spec/canon"
+	"github.com/nikahq/nika/tools/fsgate"
 )
 
 // File builtins (LANGUAGE.md §7.3): read, write. Paths resolve against the run directory; under
-// permits the resolved subject is checked against permits.fs (permits.go).
+// permits the resolved subject is checked against permits.fs (tools/fsgate).
 
 const (
 	codeReadFile     = "NIKA-BUILTIN-READ-001"
@@ -46,11 +47,11 @@ func runRead(_ context.Context, in *invocation) (any, error) {
 		return nil, err
 	}
 	details := map[string]any{"path": p}
-	abs, err := absPath(in.call.RunDir, p)
+	abs, err := fsgate.Abs(in.call.RunDir, p)
 	if err != nil {
 		return nil, spec.NewError(codeReadFile, "cannot read "+quote(p)+": "+err.Error(), details).Wrap(err)
 	}
-	target, err := checkFS(in.call, gateRead, p, abs)
+	target, err := fsgate.Check(in.call.Permits, in.call.RunDir, fsgate.Read, p, abs)
 	if err != nil {
 		return nil, err
 	}
@@ -188,11 +189,11 @@ func runWrite(_ context.Context, in *invocation) (any, error) {
 	ioErr := func(err error) error {
 		return spec.NewError(codeWriteIO, "cannot write "+quote(p)+": "+describeFSError(err).Error(), details).Wrap(err)
 	}
-	abs, err := absPath(in.call.RunDir, p)
+	abs, err := fsgate.Abs(in.call.RunDir, p)
 	if err != nil {
 		return nil, ioErr(err)
 	}
-	target, err := checkFS(in.call, gateWrite, p, abs)
+	target, err := fsgate.Check(in.call.Permits, in.call.RunDir, fsgate.Write, p, abs)
 	if err != nil {
 		return nil, err
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/nikahq/nika/spec"
 	"github.com/nikahq/nika/spec/catalog"
 	"github.com/nikahq/nika/spec/schema"
+	"github.com/nikahq/nika/tools/glob"
 )
 
 // globTree builds a run directory for the glob and grep tests:
@@ -196,62 +197,10 @@ func TestGlobInvalid(t *testing.T) {
 			}
 		})
 	}
-	// The runtime compiler reports the same patterns without the static check's help.
-	for _, p := range []string{"src/[a-z*.go", "{a,b", "a}", "a**b", `a\`} {
-		if _, err := compileGlob(p, run); err == nil {
-			t.Errorf("compileGlob(%q) accepted an invalid pattern", p)
-		}
-	}
 	// A pattern too large for RE2 is GLOB-001 at run time, never a panic.
 	huge := strings.Repeat("{a,", 2000) + "b" + strings.Repeat("}c", 2000) // RE2 refuses the nesting
 	if _, err := exec(t, Call{Name: "nika:glob", Args: map[string]any{"pattern": huge}, RunDir: run}); codeOf(t, err) != "NIKA-BUILTIN-GLOB-001" {
 		t.Errorf("huge pattern: %v", err)
-	}
-}
-
-func TestGlobDepth(t *testing.T) {
-	cases := map[string]int{
-		"*.go":           1,
-		"*/x.md":         2,
-		"{a,b/c/d}/*":    4,
-		"{a,{b/c,d}}/e":  3,
-		"src/**":         -1,
-		"{x,**}/y":       -1,
-		"a/b/c/d.go":     1, // the literal root a/b/c is not walked level by level
-		"./x/../*/*/*.c": 3,
-	}
-	for p, want := range cases {
-		g, err := compileGlob(p, "/run")
-		if err != nil {
-			t.Fatal(err)
-		}
-		if g.maxDepth != want {
-			t.Errorf("depth of %q = %d, want %d", p, g.maxDepth, want)
-		}
-	}
-}
-
-func TestGlobRoots(t *testing.T) {
-	cases := []struct{ pattern, prefix, rootAbs string }{
-		{"*.go", ".", "/run"},
-		{"src/*.go", "src", "/run/src"},
-		{"src/main.go", "src", "/run/src"},
-		{"./a/../b/c/{x,y}/*.go", "b/c", "/run/b/c"},
-		{"../lib/**", "../lib", "/lib"},
-		{`src/\{x\}/*`, "src/{x}", "/run/src/{x}"},
-		{`src/a\/b/*`, "src", "/run/src"}, // an escaped slash ends the literal root
-		{"/etc/*.conf", "/etc", "/etc"},
-		{"//etc//x/*", "/etc/x", "/etc/x"},
-		{"/*", "/", "/"},
-	}
-	for _, c := range cases {
-		g, err := compileGlob(c.pattern, "/run")
-		if err != nil {
-			t.Fatalf("%q: %v", c.pattern, err)
-		}
-		if g.prefix != c.prefix || g.rootAbs != filepath.FromSlash(c.rootAbs) {
-			t.Errorf("%q: prefix %q root %q, want %q %q", c.pattern, g.prefix, g.rootAbs, c.prefix, c.rootAbs)
-		}
 	}
 }
 
@@ -315,96 +264,22 @@ func TestGlobPermits(t *testing.T) {
 	}
 }
 
-func TestFSReach(t *testing.T) {
-	a := &anchors{runDir: "/run", home: func() (string, bool) { return "/home/u", true }}
-	cases := []struct {
-		glob, root string
-	}{
-		{"src/**", "/run/src"},
-		{"src/*.go", "/run/src"},
-		{"src/main.go", "/run/src/main.go"},
-		{"**", "/run"},
-		{"../shared/x/**", "/shared/x"},
-		{"/etc/hosts", "/etc/hosts"},
-		{"/**", "/"},
-		{"~/notes/*", "/home/u/notes"},
-		{`a/\*/b`, "/run/a"},
-		{"a/[bc]/d", "/run/a"},
-	}
-	for _, c := range cases {
-		if got, ok := permitRoot(c.glob, a); !ok || got != c.root {
-			t.Errorf("permitRoot(%q) = %q, %v; want %q", c.glob, got, ok, c.root)
-		}
-	}
-	r := &fsReach{roots: []string{"/run/src", "/etc/hosts"}}
-	for p, want := range map[string]bool{
-		"/": true, "/run": true, "/run/src": true, "/run/src/a/b": true, "/etc": true,
-		"/run/srcx": false, "/run/other": false, "/etc/ssl": false, "/home": false,
-	} {
-		if got := r.dirInReach(filepath.FromSlash(p)); got != want {
-			t.Errorf("dirInReach(%q) = %v, want %v", p, got, want)
-		}
-	}
-}
-
+// A walk stopped by its context is NIKA-CANCEL-001 (tools/glob's walk returns ctx.Err() at the
+// next directory); a call whose context is done before it starts is refused at once.
 func TestGlobWalkCancellation(t *testing.T) {
 	run := globTree(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	var seen []string
-	w := &treeWalk{ctx: ctx, maxDepth: -1, file: func(e walkEntry) error {
-		seen = append(seen, e.rel)
-		cancel() // the walk must stop at the next directory
+	w := &glob.Walk{MaxDepth: -1, File: func(glob.Entry) error {
+		cancel()
 		return nil
 	}}
-	err := w.walk(run, run)
-	if codeOf(t, err) != "NIKA-CANCEL-001" {
+	if err := walk(ctx, w, run, run); codeOf(t, err) != "NIKA-CANCEL-001" {
 		t.Fatalf("err = %v, want NIKA-CANCEL-001", err)
 	}
-	if len(seen) == 0 || len(seen) > 10 {
-		t.Errorf("visited %q after the cancellation", seen)
-	}
-	// Cancelled before it starts: Execute refuses at once.
 	if _, err := NewBuiltins().Execute(ctx, Call{Name: "nika:glob", Args: map[string]any{"pattern": "**"}, RunDir: run}); codeOf(t, err) != "NIKA-CANCEL-001" {
 		t.Errorf("Execute with a done context: %v", err)
 	}
-}
-
-// globFuzzSeeds is FuzzGlobPattern's seed corpus: every token (`*`, `**`, `?`, classes,
-// nested braces, escapes), anchors (`/`, `~`), and the malformed shapes. TestFuzzSeedBudget
-// bounds it.
-var globFuzzSeeds = []string{"*.go", "**/*.go", "src/**", "{a,b}/{c,{d,e}}", "[!a-z]?", `\*\{`, "a**b", "***", "[",
-	"[]]", "[!]", "{", "}", "{,}", "{**,x}/y", "a/./../b", "/", "//", "~", "~/x", "[\\", "[a-", "\x00", "\xff",
-	"{a,b}c}", "a{b{c,d}e", "[^/]", "é[é-ê]", "{**}", "**/", "/**/"}
-
-// FuzzGlobPattern: the pattern compiler never panics, accepts exactly what the static check
-// accepts (short of RE2's size limit), and a pattern made of plain characters matches itself.
-func FuzzGlobPattern(f *testing.F) {
-	for _, s := range globFuzzSeeds {
-		f.Add(s)
-	}
-	f.Fuzz(func(t *testing.T, p string) {
-		g, err := compileGlob(p, "/run")
-		static := catalog.CheckGlob(p)
-		switch {
-		case static != nil && err == nil:
-			t.Fatalf("compileGlob accepted %q, which CheckGlob refuses: %v", p, static)
-		case static == nil && err != nil && err.Error() != "the pattern is too complex":
-			t.Fatalf("compileGlob refused %q, which CheckGlob accepts: %v", p, err)
-		case err != nil:
-			return
-		}
-		for _, s := range []string{"/run/a", "/run/a/b.go", "/run/.x", "/elsewhere"} {
-			g.matchAbs(s)
-		}
-		if !strings.ContainsAny(p, `*?[]{}\,~`) && !strings.Contains(p, "\x00") && !strings.HasSuffix(p, "/") &&
-			!slices.Contains(strings.Split(p, "/"), "..") && !slices.Contains(strings.Split(p, "/"), ".") &&
-			!strings.Contains(p, "//") && !strings.HasPrefix(p, "/") {
-			if !g.matchAbs("/run/" + p) {
-				t.Errorf("plain pattern %q does not match itself", p)
-			}
-		}
-	})
 }
 
 // An excluded directory prunes its tree whatever the walk starts from: the root of the

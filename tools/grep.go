@@ -15,6 +15,8 @@ import (
 	"strings"
 
 	"github.com/nikahq/nika/spec"
+	"github.com/nikahq/nika/tools/fsgate"
+	"github.com/nikahq/nika/tools/glob"
 )
 
 // nika:grep (LANGUAGE.md §7.3).
@@ -82,7 +84,7 @@ func runGrep(ctx context.Context, in *invocation) (any, error) {
 			map[string]any{"pattern": pattern}).Wrap(err)
 	}
 	details := map[string]any{"path": p}
-	abs, err := absPath(in.call.RunDir, p)
+	abs, err := fsgate.Abs(in.call.RunDir, p)
 	if err != nil {
 		return nil, spec.NewError(codeGrepPath, "cannot search "+quote(p)+": "+err.Error(), details).Wrap(err)
 	}
@@ -90,8 +92,8 @@ func runGrep(ctx context.Context, in *invocation) (any, error) {
 	if !filepath.IsAbs(p) && p != "~" && !strings.HasPrefix(p, "~/") {
 		prefix = path.Clean(filepath.ToSlash(p))
 	}
-	reach := newFSReach(in.call)
-	resolved, rerr := resolvePath(abs)
+	reach := fsgate.NewReach(in.call.Permits, in.call.RunDir)
+	resolved, rerr := fsgate.Resolve(abs)
 	if rerr != nil {
 		resolved = abs
 	}
@@ -100,10 +102,10 @@ func runGrep(ctx context.Context, in *invocation) (any, error) {
 	if reach != nil {
 		// A file is checked as nika:read checks it; anything else as a walk root.
 		if isFile {
-			if _, err := checkFS(in.call, gateRead, p, abs); err != nil {
+			if _, err := fsgate.Check(in.call.Permits, in.call.RunDir, fsgate.Read, p, abs); err != nil {
 				return nil, err
 			}
-		} else if _, err := walkRoot(in.call, reach, p, abs); err != nil {
+		} else if _, err := fsgate.WalkRoot(reach, p, abs); err != nil {
 			return nil, err
 		}
 	}
@@ -128,15 +130,14 @@ func runGrep(ctx context.Context, in *invocation) (any, error) {
 		return nil, spec.NewError(codeGrepPath, "cannot search "+quote(p)+": it is neither a regular file nor a directory", details)
 	}
 	var hits []grepHit
-	w := &treeWalk{
-		ctx:      ctx,
-		maxDepth: -1,
-		enterDir: func(e walkEntry) bool { return reach == nil || reach.dirInReach(e.resolved) },
-		file: func(e walkEntry) error {
-			if reach != nil && !reach.admits(e.resolved) {
+	w := &glob.Walk{
+		MaxDepth: -1,
+		EnterDir: func(e glob.Entry) bool { return reach == nil || reach.Reaches(e.Resolved) },
+		File: func(e glob.Entry) error {
+			if reach != nil && !reach.Admits(e.Resolved) {
 				return nil
 			}
-			found, err := grepFile(ctx, re, e.abs, joinOut(prefix, e.rel))
+			found, err := grepFile(ctx, re, e.Abs, glob.Join(prefix, e.Rel))
 			if err != nil {
 				var se *spec.Error
 				if errors.As(err, &se) {
@@ -148,7 +149,7 @@ func runGrep(ctx context.Context, in *invocation) (any, error) {
 			return nil
 		},
 	}
-	if err := w.walk(abs, resolved); err != nil {
+	if err := walk(ctx, w, abs, resolved); err != nil {
 		return nil, err
 	}
 	return grepOutput(hits), nil

@@ -10,6 +10,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/nikahq/nika/spec"
+	"github.com/nikahq/nika/tools/fsgate"
 )
 
 // The images of `infer.vision` (LANGUAGE.md §5.1). They are loaded here, not in the verb, because
@@ -45,11 +46,11 @@ func (b *Builtins) LoadImage(ctx context.Context, call Call, field, source, ref 
 	switch source {
 	case "file":
 		what = quote(ref)
-		abs, err := absPath(call.RunDir, ref)
+		abs, err := fsgate.Abs(call.RunDir, ref)
 		if err != nil {
 			return nil, "", spec.NewError(codeReadFile, field+": cannot read "+what+": "+err.Error(), map[string]any{"path": ref}).Wrap(err)
 		}
-		target, err := checkFS(call, gateRead, ref, abs)
+		target, err := fsgate.Check(call.Permits, call.RunDir, fsgate.Read, ref, abs)
 		if err != nil {
 			return nil, "", inField(field, err)
 		}

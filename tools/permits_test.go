@@ -8,75 +8,6 @@ import (
 	"github.com/nikahq/nika/spec"
 )
 
-func TestFSGlobMatch(t *testing.T) {
-	a := &anchors{runDir: "/run", home: func() (string, bool) { return "/home/u", true }}
-	cases := []struct {
-		glob, subject string
-		want          bool
-	}{
-		{"src/**", "/run/src", true},
-		{"src/**", "/run/src/a/b/c.go", true},
-		{"src/**", "/run/srcx/a", false},
-		{"src/**", "/run/other/src/a", false},
-		{"src/*.go", "/run/src/a.go", true},
-		{"src/*.go", "/run/src/.hidden.go", true},
-		{"src/*.go", "/run/src/a/b.go", false},
-		{"src/**/*.go", "/run/src/a.go", true},
-		{"src/**/*.go", "/run/src/a/b/c.go", true},
-		{"src/**/*.go", "/run/src/a/b/c.txt", false},
-		{"**/*.md", "/run/README.md", true},
-		{"**/*.md", "/run/docs/x/y.md", true},
-		{"**/*.md", "/elsewhere/y.md", false},
-		{"**", "/run", true},
-		{"**", "/run/any/thing", true},
-		{"**", "/runner/x", false},
-		{".", "/run", true},
-		{".", "/run/x", false},
-		{"./out/**", "/run/out/x", true},
-		{"docs/?.md", "/run/docs/a.md", true},
-		{"docs/?.md", "/run/docs/ab.md", false},
-		{"docs/?.md", "/run/docs//.md", false},
-		{"data/[abc].csv", "/run/data/b.csv", true},
-		{"data/[abc].csv", "/run/data/d.csv", false},
-		{"data/[a-c].csv", "/run/data/c.csv", true},
-		{"data/[!a-c].csv", "/run/data/d.csv", true},
-		{"data/[^a-c].csv", "/run/data/a.csv", false},
-		{"data/[!x]", "/run/data/a/b", false},
-		{`data/\*.csv`, "/run/data/*.csv", true},
-		{`data/\*.csv`, "/run/data/a.csv", false},
-		{"data/a**b", "/run/data/axyb", true},
-		{"data/a**b", "/run/data/ax/yb", false},
-		{"data/[.csv", "/run/data/[.csv", true},
-		{"a.b+c(d)", "/run/a.b+c(d)", true},
-		{"a.b+c(d)", "/run/aXb+c(d)", false},
-		{"../shared/**", "/shared/x", true},
-		{"../shared/**", "/run/shared/x", false},
-		{"/etc/hosts", "/etc/hosts", true},
-		{"/etc/*", "/etc/passwd", true},
-		{"/etc/*", "/etc/ssl/cert.pem", false},
-		{"/**", "/anything/at/all", true},
-		{"/", "/", true},
-		{"~/notes/**", "/home/u/notes/a.txt", true},
-		{"~/notes/**", "/run/notes/a.txt", false},
-		{"~", "/home/u", true},
-		{"", "/run", false},
-		{"data/[z-a]", "/run/data/q", false},
-	}
-	for _, c := range cases {
-		if got := fsMatch(c.glob, c.subject, a); got != c.want {
-			t.Errorf("fsMatch(%q, %q) = %v, want %v", c.glob, c.subject, got, c.want)
-		}
-	}
-	// An anchor with glob or regexp metacharacters is literal.
-	odd := &anchors{runDir: "/tmp/a[1]+(x)", home: func() (string, bool) { return "", false }}
-	if !fsMatch("*.txt", "/tmp/a[1]+(x)/f.txt", odd) || fsMatch("*.txt", "/tmp/a1+(x)/f.txt", odd) {
-		t.Error("the run directory is not matched literally")
-	}
-	if fsMatch("~/x", "/x", odd) {
-		t.Error("a ~ glob without a home directory matched")
-	}
-}
-
 // fsTree builds run/ with a permitted tree and a secret outside it:
 //
 //	root/secret.txt
@@ -231,9 +162,6 @@ func TestResolveLinkLoop(t *testing.T) {
 	}
 	if err := os.Symlink("a", filepath.Join(dir, "b")); err != nil {
 		t.Fatal(err)
-	}
-	if _, err := resolvePath(filepath.Join(dir, "a")); err == nil {
-		t.Fatal("a link loop resolved")
 	}
 	permits := &spec.Permits{FSRead: []string{"**"}, Tools: []string{"nika:read"}, ToolsSet: true}
 	_, err := exec(t, Call{Name: "nika:read", Args: map[string]any{"path": "a"}, RunDir: dir, Permits: permits})

@@ -1,7 +1,6 @@
-package tools
+package fsgate
 
 import (
-	"errors"
 	"fmt"
 	"os"
 	"path"
@@ -9,123 +8,10 @@ import (
 	"regexp"
 	"strings"
 	"unicode/utf8"
-
-	"github.com/nikahq/nika/spec"
 )
 
-// The runtime permits.fs check (LANGUAGE.md §2.4, D38).
-//
-// The subject is made absolute (relative to the run directory, `~` to the home directory) and
-// cleaned, and its symlinks are resolved, before it is matched: a symlink inside a permitted
-// tree that points outside it is outside. A path that does not exist yet resolves through its
-// deepest existing ancestor (a dangling symlink is followed to its target), so a write cannot
-// escape through a link either.
-//
-// Globs: a relative glob is anchored at the run directory, `/…` is absolute and `~/…` is
-// anchored at the home directory. The anchor (run or home directory) has its own symlinks
-// resolved, so a run directory reached through a link still matches; the glob text itself is
-// taken literally. `*` and `?` match within one segment, a `**` segment spans any number of
-// segments (zero included: `out/**` also covers `out` itself), `[…]` is a class (`[!…]` and
-// `[^…]` negate; a class never matches `/`), `\` escapes the next character. A `**` inside a
-// longer segment (`a**b`) matches like `*`. There is no negation: any matching glob admits.
-
-const (
-	gateRead  = "fs.read"
-	gateWrite = "fs.write"
-)
-
-// absPath makes a user path absolute and clean: `~` and `~/…` are under the home directory,
-// other relative paths under runDir.
-func absPath(runDir, p string) (string, error) {
-	switch {
-	case p == "~" || strings.HasPrefix(p, "~/"):
-		home, err := os.UserHomeDir()
-		if err != nil {
-			return "", fmt.Errorf("cannot expand ~: %w", err)
-		}
-		p = filepath.Join(home, p[1:])
-	case !filepath.IsAbs(p):
-		p = filepath.Join(runDir, p)
-	}
-	return filepath.Abs(p)
-}
-
-// maxLinks bounds the symlinks followed while resolving one path (as ELOOP does).
-const maxLinks = 40
-
-var errLinkLoop = errors.New("too many levels of symbolic links")
-
-// resolvePath resolves every symlink of an absolute clean path, including the components that
-// do not exist yet (which stay as they are) and a dangling final link (followed to its target).
-func resolvePath(p string) (string, error) {
-	links := 0
-	return resolve(p, &links)
-}
-
-func resolve(p string, links *int) (string, error) {
-	if r, err := filepath.EvalSymlinks(p); err == nil {
-		return r, nil
-	}
-	dir, base := filepath.Split(p)
-	dir = filepath.Clean(dir)
-	if dir == p || base == "" {
-		return p, nil // the root
-	}
-	rd, err := resolve(dir, links)
-	if err != nil {
-		return "", err
-	}
-	q := filepath.Join(rd, base)
-	fi, err := os.Lstat(q)
-	if err != nil || fi.Mode()&os.ModeSymlink == 0 {
-		return q, nil
-	}
-	// A link that EvalSymlinks could not follow: dangling, or part of a loop.
-	*links++
-	if *links > maxLinks {
-		return "", errLinkLoop
-	}
-	target, err := os.Readlink(q)
-	if err != nil {
-		return "", err
-	}
-	if !filepath.IsAbs(target) {
-		target = filepath.Join(rd, target)
-	}
-	return resolve(filepath.Clean(target), links)
-}
-
-// checkFS resolves the subject of an effectful builtin and, under permits, checks it against
-// the gate's globs. It returns the resolved path, on which the builtin then acts.
-func checkFS(call Call, gate, given, abs string) (string, error) {
-	resolved, rerr := resolvePath(abs)
-	if call.Permits == nil {
-		if rerr != nil {
-			return abs, nil // the operation itself reports the problem
-		}
-		return resolved, nil
-	}
-	deny := func(why string) error {
-		return spec.NewError(codePermits, fmt.Sprintf("%q is outside `permits.%s`%s", given, gate, why),
-			map[string]any{"path": given, "resolved": filepath.ToSlash(resolved), "gate": gate})
-	}
-	if rerr != nil {
-		resolved = abs
-		return "", deny(": " + rerr.Error())
-	}
-	globs := call.Permits.FSRead
-	if gate == gateWrite {
-		globs = call.Permits.FSWrite
-	}
-	anchors := newAnchors(call.RunDir)
-	subject := filepath.ToSlash(resolved)
-	for _, g := range globs {
-		if fsMatch(g, subject, anchors) {
-			return resolved, nil
-		}
-	}
-	return "", deny("")
-}
+// The permits.fs globs (see the package documentation), compiled to anchored RE2 expressions
+// over absolute slash paths.
 
 // anchors resolves the run and home directories once per check.
 type anchors struct {
@@ -158,7 +44,7 @@ func anchorDir(d string) string {
 	if err != nil {
 		abs = filepath.Clean(d)
 	}
-	if r, err := resolvePath(abs); err == nil {
+	if r, err := Resolve(abs); err == nil {
 		abs = r
 	}
 	return filepath.ToSlash(abs)
