@@ -9,10 +9,13 @@
 // stream as NDJSON, following the run live; DELETE /v1/runs/{id} cancels;
 // GET /metrics (the injected handler); GET /healthz and GET /readyz.
 //
+// The server runs every workflow on one engine (package engine, Options.Engine): it imports no
+// verb, no wire adapter and no MCP client; the engine wires them.
+//
 // # Decisions taken where the design documents are silent
 //
-//   - One provider registry per process, built eagerly at start-up (see
-//     EnvProviders): the mock and every provider whose adapter can be built
+//   - One provider registry per process, built eagerly at start-up
+//     (engine.AllProviders, which `nika serve` passes in Options.Engine): the mock and every provider whose adapter can be built
 //     from the environment (a key present, or none needed). Every run's
 //     verbs get that same registry, so one limiter per provider sees the
 //     whole load. A submission naming a provider that is not in it is

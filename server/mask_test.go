@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"testing"
 
+	"github.com/nikahq/nika/engine"
 	"github.com/nikahq/nika/spec"
 )
 
@@ -16,7 +17,7 @@ func TestServedRunMaskingKeepsRecords(t *testing.T) {
 	_, c := start(t, Options{
 		Permits:   &spec.Permits{Tools: []string{"nika:jq"}, ToolsSet: true},
 		SecretEnv: []string{"MASK_TOK", "MASK_STA"},
-		Env:       func(k string) (string, bool) { v, ok := env[k]; return v, ok },
+		Engine:    engine.Options{Env: func(k string) (string, bool) { v, ok := env[k]; return v, ok }},
 	})
 	id := c.submit(`nika: v1
 workflow: masked

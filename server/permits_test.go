@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/nikahq/nika/engine"
 	"github.com/nikahq/nika/spec"
 )
 
@@ -24,7 +25,7 @@ func TestCeilingKeepsReadsInsideTheRunDirectory(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(base, "server-secret.txt"), []byte("the server's private file\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	_, c := start(t, Options{RunDir: runDir, Permits: &spec.Permits{FSRead: []string{"**"}, Tools: []string{"nika:read"}, ToolsSet: true}})
+	_, c := start(t, Options{Engine: engine.Options{RunDir: runDir}, Permits: &spec.Permits{FSRead: []string{"**"}, Tools: []string{"nika:read"}, ToolsSet: true}})
 	// The path is an expression, so only the runtime sees it (a literal one is refused at
 	// submission: TestLiteralSubjectsRefusedAtSubmission).
 	const yaml = "nika: v1\nworkflow: up\nvars:\n  p: { type: string, default: \"../server-secret.txt\" }\npermits:\n  fs: { read: [\"../**\"] }\n  tools: [\"nika:read\"]\ntasks:\n  - id: steal\n    invoke: { tool: \"nika:read\", args: { path: \"${{ vars.p }}\" } }\n"

@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/nikahq/nika/engine"
 )
 
 // The queue is FIFO (package doc): with one slot held by a blocker, runs a, b and c queued in that
@@ -14,7 +16,7 @@ import (
 func TestQueueStartsRunsInSubmissionOrder(t *testing.T) {
 	g := newGate()
 	g.named = map[string]chan struct{}{"blocker": make(chan struct{}, 1)}
-	s, c := start(t, Options{Verbs: g.verbs, MaxRuns: 1, QueueSize: 3})
+	s, c := start(t, Options{Engine: engine.Options{Verbs: g.verbs}, MaxRuns: 1, QueueSize: 3})
 	named := func(name string) string { return strings.Replace(oneGatedYAML, "workflow: one", "workflow: "+name, 1) }
 	blocker := c.submit(named("blocker"), nil)
 	if got := <-g.entered; got != "blocker/only" {
@@ -48,7 +50,7 @@ func TestQueueStartsRunsInSubmissionOrder(t *testing.T) {
 // the same number the message names.
 func TestQueueFullSetsRetryAfter(t *testing.T) {
 	g := newGate()
-	_, c := start(t, Options{Verbs: g.verbs, MaxRuns: 1, QueueSize: -1})
+	_, c := start(t, Options{Engine: engine.Options{Verbs: g.verbs}, MaxRuns: 1, QueueSize: -1})
 	a := c.submit(oneGatedYAML, nil)
 	<-g.entered
 	resp, err := c.ts.Client().Post(c.ts.URL+"/v1/runs", "application/json", strings.NewReader(body(oneGatedYAML, nil)))

@@ -10,11 +10,9 @@ import (
 	"sync"
 	"time"
 
-	"github.com/google/uuid"
-
+	"github.com/nikahq/nika/engine"
 	"github.com/nikahq/nika/event"
 	"github.com/nikahq/nika/planner"
-	"github.com/nikahq/nika/provider"
 	"github.com/nikahq/nika/spec"
 	"github.com/nikahq/nika/spec/canon"
 	"github.com/nikahq/nika/workflow"
@@ -33,10 +31,10 @@ const (
 // by the Server's mu; its event log has its own lock (it is written on the
 // planner's settlement path).
 type run struct {
-	id     string
-	w      *workflow.Workflow
-	inputs planner.Inputs
-	mask   func(string) string
+	id   string
+	w    *workflow.Workflow
+	p    *engine.Prepared
+	mask func(string) string
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -55,9 +53,7 @@ type run struct {
 
 // prepared is a submission that passed every check and is ready to queue.
 type prepared struct {
-	w       *workflow.Workflow
-	inputs  planner.Inputs
-	mask    func(string) string
+	p       *engine.Prepared
 	refusal *refusal // non-nil: refuse the submission
 }
 
@@ -68,49 +64,33 @@ type refusal struct {
 	text   string // when err is nil
 }
 
-// prepare does what `nika run` does before executing: vars, secrets,
-// providers, and the permits ceiling.
+// prepare does what `nika run` does before executing (engine.Prepare: vars, then secrets under
+// the server's rule, allowSecret, then providers). The permits ceiling was applied by the check.
 func (s *Server) prepare(w *workflow.Workflow, supplied map[string]string) prepared {
-	vars, verr := workflow.ResolveVars(w, supplied)
-	if verr != nil {
-		return prepared{refusal: &refusal{status: 400, err: verr}}
-	}
-	for _, sd := range w.Secrets {
-		switch {
-		case sd.Source == "file":
-			return prepared{refusal: &refusal{status: 400, err: spec.NewError("NIKA-SEC-004",
-				fmt.Sprintf("secret %q reads a file, which nika serve does not allow; pass it as an env secret whose variable the server lists with --secret-env", sd.Name),
-				map[string]any{"secret": sd.Name, "gate": "secrets"})}}
-		case sd.Source == "env" && !s.secrets[sd.Key]:
-			return prepared{refusal: &refusal{status: 400, err: spec.NewError("NIKA-SEC-004",
-				fmt.Sprintf("secret %q reads environment variable %s, which this server does not allow; start nika serve with --secret-env %s", sd.Name, sd.Key, sd.Key),
-				map[string]any{"secret": sd.Name, "variable": sd.Key, "gate": "secrets"})}}
+	p, perr := s.engine.Prepare(w, supplied)
+	if perr != nil {
+		if perr.Err != nil {
+			return prepared{refusal: &refusal{status: 400, err: perr.Err}}
 		}
+		return prepared{refusal: &refusal{status: 400, text: perr.Error()}}
 	}
-	secrets, serr := workflow.ResolveSecrets(w, s.opts.RunDir, s.opts.Env)
-	if serr != nil {
-		return prepared{refusal: &refusal{status: 400, err: serr}}
+	return prepared{p: p}
+}
+
+// allowSecret is the server's rule on secrets (engine.Options.AllowSecret): env secrets only
+// from the --secret-env names, file secrets never.
+func (s *Server) allowSecret(sd *spec.SecretDecl) *spec.Error {
+	switch {
+	case sd.Source == "file":
+		return spec.NewError("NIKA-SEC-004",
+			fmt.Sprintf("secret %q reads a file, which nika serve does not allow; pass it as an env secret whose variable the server lists with --secret-env", sd.Name),
+			map[string]any{"secret": sd.Name, "gate": "secrets"})
+	case sd.Source == "env" && !s.secrets[sd.Key]:
+		return spec.NewError("NIKA-SEC-004",
+			fmt.Sprintf("secret %q reads environment variable %s, which this server does not allow; start nika serve with --secret-env %s", sd.Name, sd.Key, sd.Key),
+			map[string]any{"secret": sd.Name, "variable": sd.Key, "gate": "secrets"})
 	}
-	mask := workflow.NewMasker(secrets)
-	for _, t := range w.Tasks {
-		if t.Model == "" {
-			continue
-		}
-		if _, err := s.opts.Providers.For(t.Model); err != nil {
-			name, _, _ := provider.SplitModel(t.Model)
-			why := s.opts.Unavailable[name]
-			if why == "" {
-				why = "it is not configured on this server"
-			}
-			return prepared{refusal: &refusal{status: 400, text: mask(fmt.Sprintf("task %q uses %s, but provider %s is not available: %s", t.ID, t.Model, name, why))}}
-		}
-	}
-	env := map[string]any{}
-	for _, e := range w.Env {
-		env[e.Name] = e.Value
-	}
-	// w.Permits is already the ceiling ∩ the workflow's own: the check ran under the ceiling.
-	return prepared{w: w, inputs: planner.Inputs{Vars: vars, Env: env, Secrets: secrets}, mask: mask}
+	return nil
 }
 
 // admission is the verdict on a prepared run.
@@ -125,7 +105,7 @@ const (
 // admit registers a prepared run: it starts at once when a slot is free,
 // else it waits in the queue, else it is refused.
 func (s *Server) admit(p prepared) (*run, admission) {
-	r := &run{id: "r-" + uuid.Must(uuid.NewV7()).String(), w: p.w, inputs: p.inputs, mask: p.mask}
+	r := &run{id: p.p.ID, w: p.p.Workflow, p: p.p, mask: p.p.Mask}
 	r.log.wake = make(chan struct{})
 	r.ctx, r.cancel = context.WithCancel(context.Background())
 	s.mu.Lock()
@@ -180,7 +160,7 @@ func (s *Server) execute(r *run) {
 	var trace *event.File
 	var traceErr string
 	if s.opts.TraceDir != "" {
-		name := s.opts.Clock().UTC().Format("20060102T150405Z") + "-" + r.id + ".ndjson"
+		name := engine.TraceName(s.opts.Clock(), r.id)
 		f, err := event.CreateFile(filepath.Join(s.opts.TraceDir, name))
 		if err != nil {
 			traceErr = "no trace file: " + err.Error()
@@ -190,16 +170,7 @@ func (s *Server) execute(r *run) {
 			sinks = append(sinks, f.WithMasker(event.Masker(r.mask)))
 		}
 	}
-	verbs, release := s.runVerbs()
-	res := planner.Run(r.ctx, r.w, r.inputs, planner.Options{
-		Config:    planner.Config{RunID: r.id, MaxParallelTasks: s.opts.MaxParallelTasks, RunDir: s.opts.RunDir},
-		Verbs:     verbs,
-		Canonical: sinks,
-		Live:      s.opts.Live,
-		Clock:     s.opts.Clock,
-		Finally:   s.finally,
-	})
-	release()
+	res := s.engine.Execute(r.ctx, r.p, engine.RunOptions{Canonical: sinks, Live: s.opts.Live, Finally: s.finally})
 	if trace != nil {
 		if err := trace.Close(); err != nil {
 			traceErr = err.Error()
@@ -259,11 +230,9 @@ func (s *Server) retireLocked(r *run) {
 
 // encodeReport is the masked canonical JSON of the D22 report.
 func (s *Server) encodeReport(r *run, res planner.Result) []byte {
-	rep := event.MaskReport(res.Report(r.id, r.w.Name, 0), event.Masker(r.mask))
-	b, err := canon.Marshal(rep)
-	if err != nil { // NaN or ±Inf in an output: JSON cannot carry it
-		s.logf("run %s: the report holds a value JSON cannot carry (%v); writing it as null", r.id, err)
-		b, err = canon.Marshal(canon.Finite(rep))
+	b, warning, err := engine.EncodeReport(res, r.id, r.w.Name, 0, r.mask)
+	if warning != "" {
+		s.logf("run %s: %s", r.id, warning)
 	}
 	if err != nil {
 		b, _ = canon.Marshal(map[string]any{"run_id": r.id, "workflow": r.w.Name, "workflow_state": res.State,

@@ -10,16 +10,9 @@ import (
 	"sync"
 	"time"
 
+	"github.com/nikahq/nika/engine"
 	"github.com/nikahq/nika/event"
-	"github.com/nikahq/nika/planner"
-	"github.com/nikahq/nika/provider"
 	"github.com/nikahq/nika/spec"
-	"github.com/nikahq/nika/tools"
-	"github.com/nikahq/nika/tools/mcp"
-	"github.com/nikahq/nika/verbs/agent"
-	"github.com/nikahq/nika/verbs/exec"
-	"github.com/nikahq/nika/verbs/infer"
-	"github.com/nikahq/nika/verbs/invoke"
 )
 
 // Defaults of the Options left zero.
@@ -34,35 +27,12 @@ const (
 // Options configure a Server. The zero value serves the mock provider only,
 // under the `{}` ceiling, without authentication.
 type Options struct {
-	// Verbs builds the verbs of one run; it is called once per run. Nil: the
-	// standard verbs (exec, infer, invoke, agent) over Providers and Builtins.
-	Verbs func() map[string]planner.Verb
-	// Providers is the one registry every run shares (its limiters see the
-	// whole load); nil: the mock provider only. Unavailable names, per
-	// provider, why it is not in the registry (EnvProviders fills both); a
-	// submission using such a provider is refused with that reason.
-	Providers   *provider.Registry
-	Unavailable map[string]string
-	// Builtins runs the nika: tools of every run; nil: tools.NewBuiltins().
-	Builtins *tools.Builtins
-	// MCP is the engine's MCP registry (D7, D25): each run gets its own
-	// client over it, closed (process groups killed, D37) when the run
-	// ends. Nil: no MCP servers; their tools are NIKA-INVOKE-001.
-	MCP *mcp.Registry
-	// Version is announced to MCP servers; "": "dev".
-	Version string
-	// MaxParallelTools bounds one agent batch (D4); 0: the agent's default.
-	MaxParallelTools int
-	// MaxParallelTasks bounds the tasks of one run (D4); 0: unbounded.
-	MaxParallelTasks int
-	// ExecDepth is NIKA_RUN_DEPTH of this process; exec children get one more.
-	ExecDepth int
-	// MaxProcesses bounds the exec children of all runs together (the
-	// descriptor limit is the process's); 0: exec.DefaultMaxProcesses().
-	MaxProcesses int
-	// MaxExecOutputBytes bounds what an exec task captures from each stream; 0:
-	// exec.DefaultMaxOutputBytes (16 MiB).
-	MaxExecOutputBytes int64
+	// Engine configures the engine every run executes on (engine.Options): the environment
+	// (keys, secrets), the run directory, the providers (nil: the mock only; `nika serve` passes
+	// engine.AllProviders), the MCP registry, the builtins, the limits, the verbs. Its zero
+	// fields get the server's defaults: Clock from Clock below, and exec children an
+	// environment of PATH and the like only (never the server's keys).
+	Engine engine.Options
 
 	MaxRuns      int   // runs executing at once; 0: DefaultMaxRuns
 	QueueSize    int   // runs waiting beyond MaxRuns; 0: DefaultQueueSize, <0: none
@@ -79,16 +49,11 @@ type Options struct {
 	// Permits is the ceiling every submitted workflow runs under,
 	// intersected with its own permits (D35); nil: `{}`, pure compute.
 	Permits *spec.Permits
-	// SecretEnv lists the environment variables env secrets may read.
+	// SecretEnv lists the environment variables env secrets may read (from Engine.Env).
 	SecretEnv []string
-	// Env reads the environment for secrets; nil: os.LookupEnv.
-	Env func(string) (string, bool)
 	// Workflows is the directory "path" submissions are read from (no
 	// escape); "": path submissions are refused.
 	Workflows string
-	// RunDir is every run's directory (permits.fs anchors); "": the
-	// working directory.
-	RunDir string
 	// Check is passed to spec.CheckSource (default model, MCP servers).
 	Check spec.CheckOptions
 
@@ -108,9 +73,9 @@ type Server struct {
 	token   [32]byte // SHA-256 of AuthToken
 	log     *lockedWriter
 
-	// exec is the exec verb every run shares, so that its process bound
-	// holds for the whole server.
-	exec *exec.Verb
+	// engine runs every run: its providers, builtins and exec verb are
+	// shared, so its limiters and process bound hold for the whole server.
+	engine *engine.Engine
 
 	// finally is the context on_finally steps run under; Close cancels it.
 	finally context.Context
@@ -149,18 +114,21 @@ func New(opts Options) (*Server, error) {
 	if opts.KeepBytes == 0 {
 		opts.KeepBytes = DefaultKeepBytes
 	}
-	if opts.Env == nil {
-		opts.Env = os.LookupEnv
-	}
 	if opts.Clock == nil {
 		opts.Clock = time.Now
 	}
-	if opts.RunDir == "" {
-		wd, err := os.Getwd()
-		if err != nil {
-			return nil, fmt.Errorf("server: the run directory: %w", err)
-		}
-		opts.RunDir = wd
+	eo := opts.Engine
+	if eo.Env == nil {
+		eo.Env = os.LookupEnv
+	}
+	if eo.Clock == nil {
+		eo.Clock = opts.Clock
+	}
+	if eo.Providers == nil {
+		eo.Providers = engine.MockProviders()
+	}
+	if eo.ExecEnv == nil {
+		eo.ExecEnv = childEnv(eo.Env)
 	}
 	if opts.Workflows != "" {
 		if fi, err := os.Stat(opts.Workflows); err != nil || !fi.IsDir() {
@@ -172,15 +140,13 @@ func New(opts Options) (*Server, error) {
 			return nil, fmt.Errorf("server: the trace directory: %w", err)
 		}
 	}
-	if opts.Providers == nil {
-		opts.Providers = provider.NewRegistry()
-		opts.Providers.Register("mock", provider.NewMock())
-	}
-	if opts.Builtins == nil {
-		opts.Builtins = tools.NewBuiltins()
-	}
 	s := &Server{opts: opts, ceiling: opts.Permits, secrets: map[string]bool{}, runs: map[string]*run{}}
-	s.exec = &exec.Verb{Depth: opts.ExecDepth, Env: childEnv(opts.Env), MaxProcesses: opts.MaxProcesses, MaxOutputBytes: opts.MaxExecOutputBytes}
+	eo.AllowSecret = s.allowSecret
+	eng, err := engine.New(eo)
+	if err != nil {
+		return nil, fmt.Errorf("server: %w", err)
+	}
+	s.engine = eng
 	if s.ceiling == nil {
 		s.ceiling = &spec.Permits{}
 	}
@@ -193,32 +159,6 @@ func New(opts Options) (*Server, error) {
 	s.log = &lockedWriter{w: opts.Logger}
 	s.finally, s.abandon = context.WithCancel(context.Background())
 	return s, nil
-}
-
-// runVerbs returns the verbs of one run and what to release when it ends:
-// Options.Verbs when set, else the verbs of `nika run` over the shared
-// registry, with the run's own MCP client.
-func (s *Server) runVerbs() (map[string]planner.Verb, func()) {
-	o := s.opts
-	if o.Verbs != nil {
-		return o.Verbs(), func() {}
-	}
-	var source tools.Source
-	release := func() {}
-	if o.MCP != nil {
-		c := mcp.NewClient(o.MCP, mcp.Options{RunDir: o.RunDir, Getenv: o.Env, Version: o.Version})
-		source, release = c, func() { c.Close() }
-	}
-	inf := &infer.Verb{Providers: o.Providers}
-	if o.Builtins != nil {
-		inf.Media = o.Builtins
-	}
-	return map[string]planner.Verb{
-		"exec":   s.exec,
-		"infer":  inf,
-		"invoke": &invoke.Verb{Builtins: o.Builtins, Tools: source, Now: o.Clock},
-		"agent":  &agent.Verb{Providers: o.Providers, Builtins: o.Builtins, Tools: source, Config: agent.Config{MaxParallelTools: o.MaxParallelTools}},
-	}, release
 }
 
 // childEnv is the environment of exec children: enough to find programs

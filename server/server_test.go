@@ -20,6 +20,7 @@ import (
 	"github.com/google/uuid"
 	"go.uber.org/goleak"
 
+	"github.com/nikahq/nika/engine"
 	"github.com/nikahq/nika/event"
 	"github.com/nikahq/nika/planner"
 	"github.com/nikahq/nika/provider"
@@ -311,8 +312,8 @@ func TestSubmitRefusals(t *testing.T) {
 		Workflows:    root,
 		MaxBodyBytes: 4096,
 		SecretEnv:    []string{"ALLOWED_TOKEN"},
-		Env:          func(k string) (string, bool) { v, ok := env[k]; return v, ok },
-		Unavailable:  map[string]string{"openai": "provider openai: no API key: set NIKA_OPENAI_API_KEY or OPENAI_API_KEY"},
+		Engine: engine.Options{Env: func(k string) (string, bool) { v, ok := env[k]; return v, ok },
+			Providers: &engine.Providers{Registry: mockRegistry(), Unavailable: map[string]string{"openai": "provider openai: no API key: set NIKA_OPENAI_API_KEY or OPENAI_API_KEY"}}},
 	})
 	secretYAML := func(src string) string {
 		return "nika: v1\nworkflow: s\nmodel: mock/echo\nsecrets:\n  T: " + src + "\ntasks:\n  - id: a\n    infer: { prompt: \"x\" }\n"
@@ -497,7 +498,7 @@ func TestExecUnderTheCeiling(t *testing.T) {
 // and the stream ends when the run does.
 func TestEventsFollowALiveRun(t *testing.T) {
 	g := newGate()
-	_, c := start(t, Options{Verbs: g.verbs})
+	_, c := start(t, Options{Engine: engine.Options{Verbs: g.verbs}})
 	id := c.submit(gatedYAML, nil)
 	sc, done := c.stream(id)
 	defer done()
@@ -551,7 +552,7 @@ func TestEventsFollowALiveRun(t *testing.T) {
 
 func TestCancelARunningRun(t *testing.T) {
 	g := newGate()
-	_, c := start(t, Options{Verbs: g.verbs})
+	_, c := start(t, Options{Engine: engine.Options{Verbs: g.verbs}})
 	id := c.submit(gatedYAML, nil)
 	<-g.entered
 	code, b := c.do("DELETE", "/v1/runs/"+id, "")
@@ -586,7 +587,7 @@ func TestQueueFullIs429(t *testing.T) {
 			liveMu.Unlock()
 		}
 	})
-	s, c := start(t, Options{Verbs: g.verbs, MaxRuns: 1, QueueSize: 1, Live: live})
+	s, c := start(t, Options{Engine: engine.Options{Verbs: g.verbs}, MaxRuns: 1, QueueSize: 1, Live: live})
 	a := c.submit(oneGatedYAML, nil)
 	<-g.entered
 	b := c.submit(oneGatedYAML, nil)
@@ -634,7 +635,7 @@ func TestQueueFullIs429(t *testing.T) {
 func TestShutdownDrainsThenCancels(t *testing.T) {
 	g := newGate()
 	g.named = map[string]chan struct{}{"drained": make(chan struct{}, 1)}
-	s, c := start(t, Options{Verbs: g.verbs, MaxRuns: 2, QueueSize: 1})
+	s, c := start(t, Options{Engine: engine.Options{Verbs: g.verbs}, MaxRuns: 2, QueueSize: 1})
 	a := c.submit(strings.Replace(oneGatedYAML, "workflow: one", "workflow: drained", 1), nil)
 	b := c.submit(oneGatedYAML, nil)
 	<-g.entered
@@ -726,8 +727,8 @@ func TestLoad200ConcurrentRuns(t *testing.T) {
 	reg := provider.NewRegistry()
 	reg.Register("mock", provider.NewMock())
 	hw := &highWater{inner: &infer.Verb{Providers: reg}, bound: bound, reached: make(chan struct{})}
-	s, err := New(Options{Providers: reg, MaxRuns: bound, QueueSize: runs,
-		Verbs: func() map[string]planner.Verb { return map[string]planner.Verb{"infer": hw} }})
+	s, err := New(Options{MaxRuns: bound, QueueSize: runs,
+		Engine: engine.Options{Providers: &engine.Providers{Registry: reg}, Verbs: func() map[string]planner.Verb { return map[string]planner.Verb{"infer": hw} }}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -778,38 +779,11 @@ func TestLoad200ConcurrentRuns(t *testing.T) {
 	ts.Close()
 }
 
-// One provider set for the process: the mock, every provider whose key is
-// set or needs none, and a reason naming the variable for the others.
-func TestEnvProviders(t *testing.T) {
-	env := map[string]string{"OPENAI_API_KEY": "sk-test-key-1234"}
-	p := EnvProviders(func(k string) (string, bool) { v, ok := env[k]; return v, ok })
-	for _, model := range []string{"mock/echo", "openai/gpt-4o", "ollama/llama3"} {
-		if _, err := p.Registry.For(model); err != nil {
-			t.Errorf("%s: %v, want a provider", model, err)
-		}
-	}
-	if _, ok := p.Fronts["openai"]; !ok || p.Fronts["mock"] != nil {
-		t.Errorf("fronts = %v, want openai (and never the mock)", p.Fronts)
-	}
-	if _, err := p.Registry.For("anthropic/claude"); err == nil {
-		t.Error("anthropic without a key is in the registry")
-	}
-	why := p.Unavailable["anthropic"]
-	if !strings.Contains(why, "ANTHROPIC_API_KEY") {
-		t.Errorf("anthropic unavailable because %q, want the variable named", why)
-	}
-	for name, why := range p.Unavailable {
-		if strings.Contains(why, "sk-test-key-1234") {
-			t.Errorf("%s: the reason leaks a key: %s", name, why)
-		}
-	}
-}
-
 // exec children get a minimal environment: PATH and the like, never the
 // server's keys (they would otherwise be one `env` away from a submitter).
 func TestExecChildrenGetAMinimalEnvironment(t *testing.T) {
 	env := map[string]string{"PATH": "/usr/bin:/bin", "OPENAI_API_KEY": "sk-must-not-leak"}
-	_, c := start(t, Options{Permits: &spec.Permits{Exec: true}, Env: func(k string) (string, bool) { v, ok := env[k]; return v, ok }})
+	_, c := start(t, Options{Permits: &spec.Permits{Exec: true}, Engine: engine.Options{Env: func(k string) (string, bool) { v, ok := env[k]; return v, ok }}})
 	id := c.submit("nika: v1\nworkflow: env\ntasks:\n  - id: run\n    exec: { command: [\"sh\", \"-c\", \"echo key=${OPENAI_API_KEY:-unset} path=$PATH\"] }\n", nil)
 	c.events(id)
 	st := c.get(id)
@@ -840,7 +814,7 @@ func TestRunsGetTheMCPRegistry(t *testing.T) {
 		{"no registry", nil, &spec.Permits{Tools: []string{"mcp:**"}, ToolsSet: true}, "NIKA-INVOKE-001"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, c := start(t, Options{MCP: tc.reg, Permits: tc.ceiling, Check: spec.CheckOptions{MCPServers: []string{"ghost"}}})
+			_, c := start(t, Options{Engine: engine.Options{MCP: engine.MCP{Registry: tc.reg}}, Permits: tc.ceiling, Check: spec.CheckOptions{MCPServers: []string{"ghost"}}})
 			id := c.submit(yaml, nil)
 			c.events(id)
 			st := c.get(id)
@@ -855,7 +829,7 @@ func TestRunsGetTheMCPRegistry(t *testing.T) {
 // followed is still held.
 func TestEventsEndWhenTheClientGoes(t *testing.T) {
 	g := newGate()
-	s, err := New(Options{Verbs: g.verbs})
+	s, err := New(Options{Engine: engine.Options{Verbs: g.verbs}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -905,4 +879,11 @@ func TestNewRefusesBadOptions(t *testing.T) {
 			t.Errorf("%s: %v, want %q", tc.name, err, tc.err)
 		}
 	}
+}
+
+// mockRegistry is a registry with the mock provider only.
+func mockRegistry() *provider.Registry {
+	r := provider.NewRegistry()
+	r.Register("mock", provider.NewMock())
+	return r
 }

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/nikahq/nika/engine"
 	"github.com/nikahq/nika/internal/testfs"
 	"github.com/nikahq/nika/planner"
 	"github.com/nikahq/nika/workflow"
@@ -66,7 +67,7 @@ func traceError(t *testing.T, c *client, id string) (state, traceErr string) {
 func TestTraceOnAFullDisk(t *testing.T) {
 	disk := testfs.SmallFS(t, "64k")
 	var log syncBuffer
-	_, c := start(t, Options{TraceDir: disk, Logger: &log, Verbs: func() map[string]planner.Verb { return map[string]planner.Verb{"infer": loud{}} }})
+	_, c := start(t, Options{TraceDir: disk, Logger: &log, Engine: engine.Options{Verbs: func() map[string]planner.Verb { return map[string]planner.Verb{"infer": loud{}} }}})
 	id := c.submit(oneGatedYAML, nil)
 	state, traceErr := traceError(t, c, id)
 	files, _ := filepath.Glob(filepath.Join(disk, "*-"+id+".ndjson"))

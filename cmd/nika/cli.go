@@ -7,14 +7,13 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
 	"runtime/debug"
 	"strings"
 
 	"github.com/nikahq/nika/dag"
+	"github.com/nikahq/nika/engine"
 	"github.com/nikahq/nika/spec"
-	nikamcp "github.com/nikahq/nika/tools/mcp"
 )
 
 // Exit codes of the run contract (LANGUAGE.md §10).
@@ -218,16 +217,11 @@ func checkModelFlag(cmd, model string, stderr io.Writer) (int, bool) {
 // servers are found at run time; a file that cannot be parsed is ignored with
 // a warning, and so is a NIKA_MCP_CONFIG file that cannot be read.
 func mcpServers(stderr io.Writer) []string {
-	path := nikamcp.Path("", os.LookupEnv)
-	reg, err := nikamcp.Load(path)
-	if err != nil {
-		var pe *fs.PathError
-		if !errors.As(err, &pe) || os.Getenv(nikamcp.EnvConfig) != "" {
-			fmt.Fprintf(stderr, "nika: warning: ignoring %s: %v\n", path, err)
-		}
-		return nil
+	m := engine.LoadMCP("", os.LookupEnv)
+	if m.Err != nil {
+		fmt.Fprintf(stderr, "nika: warning: ignoring %s: %v\n", m.Path, m.Err)
 	}
-	return reg.Names()
+	return m.Names()
 }
 
 func cmdCheck(args []string, stdout, stderr io.Writer) int {

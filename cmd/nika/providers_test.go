@@ -11,9 +11,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-
-	"github.com/nikahq/nika/spec"
-	"github.com/nikahq/nika/workflow"
 )
 
 // fakeWire is a local server speaking one provider wire; it records the
@@ -127,31 +124,4 @@ func TestRunMissingKey(t *testing.T) {
 func mustJSON(v any) []byte {
 	b, _ := json.Marshal(v)
 	return b
-}
-
-// Every task of a run that names the same provider shares one instance,
-// so one limiter sees the whole load (AGENT.md §11.2).
-func TestOneProviderInstancePerRun(t *testing.T) {
-	a := spec.CheckSource("p.nika.yaml", []byte(`nika: v1
-workflow: shared
-model: openai/gpt-a
-tasks:
-  - id: one
-    infer: { prompt: "a" }
-  - id: two
-    infer: { prompt: "b", model: openai/gpt-b }
-`), spec.CheckOptions{})
-	w, err := workflow.Compile(a)
-	if err != nil {
-		t.Fatal(err)
-	}
-	reg, msg := buildProviders(w, func(k string) (string, bool) { return "sk-x", k == "OPENAI_API_KEY" })
-	if msg != "" {
-		t.Fatal(msg)
-	}
-	p1, e1 := reg.For("openai/gpt-a")
-	p2, e2 := reg.For("openai/gpt-b")
-	if e1 != nil || e2 != nil || p1 != p2 {
-		t.Errorf("instances %p %p (%v %v): want one shared instance", p1, p2, e1, e2)
-	}
 }

@@ -43,26 +43,18 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/google/uuid"
-
+	"github.com/nikahq/nika/engine"
 	"github.com/nikahq/nika/event"
 	"github.com/nikahq/nika/metrics"
 	"github.com/nikahq/nika/planner"
 	"github.com/nikahq/nika/spec"
-	"github.com/nikahq/nika/spec/canon"
 	"github.com/nikahq/nika/tools"
-	nikamcp "github.com/nikahq/nika/tools/mcp"
-	"github.com/nikahq/nika/verbs/agent"
-	"github.com/nikahq/nika/verbs/exec"
-	"github.com/nikahq/nika/verbs/infer"
-	"github.com/nikahq/nika/verbs/invoke"
 	"github.com/nikahq/nika/workflow"
 )
 
 const (
 	exitFailure   = 1
 	exitInterrupt = 130
-	maxRunDepth   = 8
 )
 
 // varFlags collects repeated --var k=v; the last one wins.
@@ -97,97 +89,75 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 	return runWith(args, stdout, stderr, runEnv{lookup: os.LookupEnv, signals: sigs, now: time.Now})
 }
 
-func runWith(args []string, stdout, stderr io.Writer, env runEnv) int {
+// runFlags are the flags of `nika run`.
+type runFlags struct {
+	vars                   varFlags
+	model                  string
+	reportPath, tracePath  string
+	noTrace                bool
+	seed                   uint64
+	limits                 engine.Limits
+	noProgress, quiet, yes bool
+	metrics                *metricsFlags
+}
+
+// parseRunFlags parses and validates the arguments of `nika run`; ok false means exit with code.
+func parseRunFlags(args []string, stdout, stderr io.Writer) (f runFlags, file string, code int, ok bool) {
 	fs := newFlagSet("run")
-	vars := varFlags{}
-	fs.Var(vars, "var", "set a var: `name=value` (repeatable; the last one wins)")
-	model := fs.String("model", "", "default model `provider/name` for infer and agent tasks without one")
-	reportPath := fs.String("report", "", "write the run report (JSON) to `FILE`")
-	tracePath := fs.String("trace", "", "write the canonical event stream (NDJSON) to `FILE` (default .nika/traces/<time>-<run-id>.ndjson)")
-	noTrace := fs.Bool("no-trace", false, "write no trace file")
-	seed := fs.Uint64("seed", 0, "retry jitter seed")
-	maxTasks := fs.Int("max-parallel-tasks", 0, "run at most `N` tasks at once (0: unbounded)")
-	maxTools := fs.Int("max-parallel-tools", 0, "run at most `N` tool calls of one agent turn at once (1..1024; default 8)")
-	maxProcs := fs.Int("max-processes", 0, "run at most `N` exec processes at once; more wait (default $NIKA_MAX_PROCESSES, else derived from the open-file limit and the CPUs)")
-	maxOutput := fs.Int64("max-exec-output", 0, "fail an exec task that writes more than `BYTES` to a captured stream (default $NIKA_MAX_EXEC_OUTPUT, else 16 MiB)")
-	noProgress := fs.Bool("no-progress", false, "print a plain line log instead of the live view")
-	quiet := fs.Bool("quiet", false, "print nothing on stderr but errors")
-	yes := fs.Bool("yes", false, "confirm every nika:prompt")
-	mflags := addMetricsFlags(fs)
+	f.vars = varFlags{}
+	fs.Var(f.vars, "var", "set a var: `name=value` (repeatable; the last one wins)")
+	fs.StringVar(&f.model, "model", "", "default model `provider/name` for infer and agent tasks without one")
+	fs.StringVar(&f.reportPath, "report", "", "write the run report (JSON) to `FILE`")
+	fs.StringVar(&f.tracePath, "trace", "", "write the canonical event stream (NDJSON) to `FILE` (default .nika/traces/<time>-<run-id>.ndjson)")
+	fs.BoolVar(&f.noTrace, "no-trace", false, "write no trace file")
+	fs.Uint64Var(&f.seed, "seed", 0, "retry jitter seed")
+	fs.IntVar(&f.limits.MaxParallelTasks, "max-parallel-tasks", 0, "run at most `N` tasks at once (0: unbounded)")
+	fs.IntVar(&f.limits.MaxParallelTools, "max-parallel-tools", 0, "run at most `N` tool calls of one agent turn at once (1..1024; default 8)")
+	fs.IntVar(&f.limits.MaxProcesses, "max-processes", 0, "run at most `N` exec processes at once; more wait (default $NIKA_MAX_PROCESSES, else derived from the open-file limit and the CPUs)")
+	fs.Int64Var(&f.limits.MaxExecOutputBytes, "max-exec-output", 0, "fail an exec task that writes more than `BYTES` to a captured stream (default $NIKA_MAX_EXEC_OUTPUT, else 16 MiB)")
+	fs.BoolVar(&f.noProgress, "no-progress", false, "print a plain line log instead of the live view")
+	fs.BoolVar(&f.quiet, "quiet", false, "print nothing on stderr but errors")
+	fs.BoolVar(&f.yes, "yes", false, "confirm every nika:prompt")
+	f.metrics = addMetricsFlags(fs)
 	files, code, ok := parseInterspersed(fs, args, stdout, stderr)
 	if !ok {
-		return code
+		return f, "", code, false
 	}
 	if len(files) != 1 {
 		fmt.Fprint(stderr, "nika run: give exactly one workflow file\n"+usageOf(fs))
-		return exitUsage
+		return f, "", exitUsage, false
 	}
-	if *maxTasks < 0 {
-		fmt.Fprintf(stderr, "nika run: --max-parallel-tasks must be ≥ 0, got %d\n", *maxTasks)
-		return exitUsage
+	if err := f.limits.Check(); err != nil {
+		fmt.Fprintf(stderr, "nika run: %v\n", err)
+		return f, "", exitUsage, false
 	}
-	if *maxTools != 0 && (*maxTools < 1 || *maxTools > 1024) {
-		fmt.Fprintf(stderr, "nika run: --max-parallel-tools must be from 1 to 1024, got %d\n", *maxTools)
-		return exitUsage
+	if code, ok := checkModelFlag("run", f.model, stderr); !ok {
+		return f, "", code, false
 	}
-	if *maxProcs < 0 {
-		fmt.Fprintf(stderr, "nika run: --max-processes must be ≥ 0, got %d\n", *maxProcs)
-		return exitUsage
-	}
-	if *maxOutput < 0 {
-		fmt.Fprintf(stderr, "nika run: --max-exec-output must be ≥ 0, got %d\n", *maxOutput)
-		return exitUsage
-	}
-	if code, ok := checkModelFlag("run", *model, stderr); !ok {
+	return f, files[0], 0, true
+}
+
+func runWith(args []string, stdout, stderr io.Writer, env runEnv) int {
+	f, file, code, ok := parseRunFlags(args, stdout, stderr)
+	if !ok {
 		return code
 	}
-	// max_parallel_tools: flag > NIKA_MAX_PARALLEL_TOOLS > 8 (D4).
-	parallelTools := *maxTools
-	if v, ok := env.lookup("NIKA_MAX_PARALLEL_TOOLS"); ok && *maxTools == 0 {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 || n > 1024 {
-			fmt.Fprintf(stderr, "nika run: NIKA_MAX_PARALLEL_TOOLS must be from 1 to 1024, got %q\n", v)
-			return exitEnv
-		}
-		parallelTools = n
-	}
-	// max_processes: flag > NIKA_MAX_PROCESSES > the exec verb's default (verbs/exec, D4).
-	processes := *maxProcs
-	if v, ok := env.lookup("NIKA_MAX_PROCESSES"); ok && *maxProcs == 0 {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 {
-			fmt.Fprintf(stderr, "nika run: NIKA_MAX_PROCESSES must be a whole number ≥ 1, got %q\n", v)
-			return exitEnv
-		}
-		processes = n
-	}
-	// max_exec_output: flag > NIKA_MAX_EXEC_OUTPUT > the exec verb's default (verbs/exec, D4).
-	outputBound := *maxOutput
-	if v, ok := env.lookup("NIKA_MAX_EXEC_OUTPUT"); ok && *maxOutput == 0 {
-		n, err := strconv.ParseInt(v, 10, 64)
-		if err != nil || n < 1 {
-			fmt.Fprintf(stderr, "nika run: NIKA_MAX_EXEC_OUTPUT must be a whole number of bytes ≥ 1, got %q\n", v)
-			return exitEnv
-		}
-		outputBound = n
-	}
-	depth, err := runDepth(env.lookup)
-	if err != nil {
+	if err := f.limits.FromEnv(env.lookup); err != nil {
 		fmt.Fprintf(stderr, "nika run: %v\n", err)
 		return exitEnv
 	}
-	if depth >= maxRunDepth {
-		fmt.Fprintf(stderr, "nika run: error[NIKA-SEC-003] run recursion: nesting depth %d ≥ %d — A workflow is starting nika run inside itself; break the loop.\n", depth, maxRunDepth)
+	if f.limits.ExecDepth >= engine.MaxRunDepth {
+		fmt.Fprintf(stderr, "nika run: error[NIKA-SEC-003] run recursion: nesting depth %d ≥ %d — A workflow is starting nika run inside itself; break the loop.\n", f.limits.ExecDepth, engine.MaxRunDepth)
 		return exitEnv
 	}
 
 	// 1. Check.
-	results, analyses := checkFiles(files, *model, stderr)
+	results, analyses := checkFiles([]string{file}, f.model, stderr)
 	if !results[0].Valid() {
 		spec.WriteText(stderr, results, spec.TextOptions{Snippet: true})
 		return exitUsage
 	}
-	if !*quiet {
+	if !f.quiet {
 		spec.WriteText(stderr, results, spec.TextOptions{Snippet: true}) // warnings
 	}
 	w, err := workflow.Compile(analyses[0])
@@ -196,51 +166,68 @@ func runWith(args []string, stdout, stderr io.Writer, env runEnv) int {
 		return exitUsage
 	}
 	// 2. Inputs: vars (exit 2), then secrets and provider keys (exit 3).
-	varValues, verr := workflow.ResolveVars(w, vars)
-	if verr != nil {
-		fmt.Fprintf(stderr, "nika run: error[%s] %s\n", verr.Code, verr.Message)
-		return exitUsage
-	}
 	runDir, _ := os.Getwd()
-	secrets, serr := workflow.ResolveSecrets(w, runDir, env.lookup)
-	if serr != nil {
-		fmt.Fprintf(stderr, "nika run: error[%s] %s\n", serr.Code, serr.Message)
+	eng, err := engine.New(engine.Options{Env: env.lookup, RunDir: runDir, Version: version, Clock: env.now, Limits: f.limits,
+		MCP: engine.LoadMCP(runDir, env.lookup), Terminal: f.terminal(stderr)})
+	if err != nil {
+		fmt.Fprintf(stderr, "nika run: %v\n", err)
 		return exitEnv
 	}
-	mask := workflow.NewMasker(secrets)
-	providers, msg := buildProviders(w, env.lookup)
-	if msg != "" {
-		fmt.Fprintf(stderr, "nika run: %s\n", mask(msg))
+	p, perr := eng.Prepare(w, f.vars)
+	if perr != nil {
+		fmt.Fprintf(stderr, "nika run: %v\n", perr)
+		if perr.Stage == engine.StageVars {
+			return exitUsage
+		}
 		return exitEnv
 	}
-	mrun, code, ok := mflags.start(w, providers, *quiet, stderr)
+	return f.execute(eng, p, stdout, stderr, env)
+}
+
+// terminal is where nika:prompt asks: stdin and stderr, never stdout (the outputs JSON), when
+// both are terminals; --yes also applies without a terminal. The live view, when there is one,
+// takes over the line while a question is asked (execute wires it).
+func (f *runFlags) terminal(stderr io.Writer) *tools.Terminal {
+	tty := isTerminal(os.Stdin) && isTerminal(stderr)
+	if !tty && !f.yes {
+		return nil
+	}
+	t := &tools.Terminal{Yes: f.yes}
+	if tty {
+		t.In, t.Out = os.Stdin, stderr
+	}
+	return t
+}
+
+// execute runs a prepared run with its sinks (trace, line log or live view, metrics) and
+// signal handling, then writes the trace, the report and the outputs and returns the exit code.
+func (f *runFlags) execute(eng *engine.Engine, p *engine.Prepared, stdout, stderr io.Writer, env runEnv) int {
+	w, mask := p.Workflow, p.Mask
+	providers := eng.Providers().Registry
+	mrun, code, ok := f.metrics.start(w, providers, f.quiet, stderr)
 	if !ok {
 		return code
 	}
 	defer mrun.finish(env.signals, stderr) // push and linger once the outputs are out
-	envValues := map[string]any{}
-	for _, e := range w.Env {
-		envValues[e.Name] = e.Value
-	}
-	runID := "r-" + uuid.Must(uuid.NewV7()).String()
 	start := env.now()
 
 	// The report and trace files are opened before anything runs (D22): the report as a temporary
 	// file beside its path, moved into place when the run ends (see the decisions above).
 	var report *reportFile
-	if *reportPath != "" {
-		if report, err = openReport(*reportPath); err != nil {
-			fmt.Fprintf(stderr, "nika run: cannot write the report %s: %v\n", *reportPath, err)
+	var err error
+	if f.reportPath != "" {
+		if report, err = openReport(f.reportPath); err != nil {
+			fmt.Fprintf(stderr, "nika run: cannot write the report %s: %v\n", f.reportPath, err)
 			return exitEnv
 		}
 		defer report.discard() // a no-op once it is in place
 	}
 	var sinks event.Fanout
 	var trace *event.File
-	if !*noTrace {
-		path := *tracePath
+	if !f.noTrace {
+		path := f.tracePath
 		if path == "" {
-			path = filepath.Join(".nika", "traces", start.UTC().Format("20060102T150405Z")+"-"+runID+".ndjson")
+			path = engine.DefaultTracePath(start, p.ID)
 			if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 				fmt.Fprintf(stderr, "nika run: cannot create the trace directory: %v\n", err)
 				return exitEnv
@@ -259,13 +246,16 @@ func runWith(args []string, stdout, stderr io.Writer, env runEnv) int {
 	}
 	var live event.LiveSink
 	var view *progress
-	if !*quiet {
+	if !f.quiet {
 		ls := &logSink{mask: mask, println: func(s string) { fmt.Fprintln(stderr, s) }}
-		if !*noProgress && isTerminal(stderr) {
+		if !f.noProgress && isTerminal(stderr) {
 			view = newProgress(stderr, env.now)
 			ls.println, ls.settled, live = view.Println, view.Settled, maskedLive{view, mask}
 		}
 		sinks = append(sinks, ls)
+	}
+	if t := eng.Terminal(); t != nil && t.In != nil && view != nil {
+		t.In, t.Out = promptIn{view, os.Stdin}, promptOut{view} // the live view gives the line to a question while it is asked
 	}
 
 	live = mrun.sink(live)
@@ -276,78 +266,8 @@ func runWith(args []string, stdout, stderr io.Writer, env runEnv) int {
 	live = sampler.StopAtFinish(live)
 
 	// 3. Execute.
-	builtins := tools.NewBuiltins()
-	// nika:prompt asks on stdin and stderr, never stdout (the outputs JSON); --yes also
-	// applies without a terminal.
-	if tty := isTerminal(os.Stdin) && isTerminal(stderr); tty || *yes {
-		builtins.Terminal = &tools.Terminal{Yes: *yes}
-		if tty {
-			builtins.Terminal.In, builtins.Terminal.Out = os.Stdin, stderr
-			if view != nil { // the live view gives the line to a question while it is asked
-				builtins.Terminal.In, builtins.Terminal.Out = promptIn{view, os.Stdin}, promptOut{view}
-			}
-		}
-	}
-	// The run's MCP client (D7, D37): a server starts on its first use, and every server is
-	// shut down, process group and all, when this function returns. An interrupt only cancels
-	// the run's context, so that holds for an interrupted run too.
-	var mcpTools tools.Source
-	mcpPath := nikamcp.Path(runDir, env.lookup)
-	if reg, err := nikamcp.Load(mcpPath); err == nil {
-		client := nikamcp.NewClient(reg, nikamcp.Options{RunDir: runDir, Getenv: env.lookup, Version: version})
-		defer client.Close()
-		mcpTools = client
-	} else if _, named := env.lookup(nikamcp.EnvConfig); named || !errors.Is(err, iofs.ErrNotExist) {
-		mcpTools = nikamcp.Unusable(mcpPath, err) // mcp: calls say what is wrong with the file
-	}
-	verbs := map[string]planner.Verb{
-		"exec":   &exec.Verb{Depth: depth, MaxProcesses: processes, MaxOutputBytes: outputBound},
-		"infer":  &infer.Verb{Providers: providers, Media: builtins},
-		"invoke": &invoke.Verb{Builtins: builtins, Tools: mcpTools},
-		"agent":  &agent.Verb{Providers: providers, Builtins: builtins, Tools: mcpTools, Config: agent.Config{MaxParallelTools: parallelTools}},
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	finallyCtx, abandon := context.WithCancel(context.Background())
-	defer abandon()
-	var interrupted atomic.Bool
-	stopSignals := make(chan struct{})
-	signalsDone := make(chan struct{})
-	if env.signals != nil {
-		go func() {
-			defer close(signalsDone)
-			select {
-			case <-env.signals:
-			case <-stopSignals:
-				return
-			}
-			interrupted.Store(true)
-			fmt.Fprintln(stderr, "nika run: interrupted; finishing on_finally steps (interrupt again to abandon them)")
-			cancel()
-			select {
-			case <-env.signals:
-				// A second signal abandons on_finally (LANGUAGE.md §3.4):
-				// their processes are killed, the report is still written.
-				fmt.Fprintln(stderr, "nika run: interrupted again; abandoning on_finally steps")
-				abandon()
-			case <-stopSignals:
-			}
-		}()
-	} else {
-		close(signalsDone)
-	}
-	res := planner.Run(ctx, w, planner.Inputs{Vars: varValues, Env: envValues, Secrets: secrets}, planner.Options{
-		Config:    planner.Config{RunID: runID, Seed: *seed, MaxParallelTasks: *maxTasks, RunDir: runDir},
-		Verbs:     verbs,
-		Canonical: sinks,
-		Live:      live,
-		Clock:     env.now,
-		Finally:   finallyCtx,
-	})
-	close(stopSignals) // a signal from now on does not change the outcome
-	<-signalsDone
+	res, interrupted := runInterruptible(eng, p, engine.RunOptions{Seed: f.seed, Canonical: sinks, Live: live}, env.signals, stderr)
 	sampler.Stop() // done at workflow_finished; nothing may draw once the view is closed
-
 	if view != nil {
 		view.Close()
 	}
@@ -364,11 +284,9 @@ func runWith(args []string, stdout, stderr io.Writer, env runEnv) int {
 		}
 	}
 	if report != nil {
-		rep := event.MaskReport(res.Report(runID, w.Name, *seed), event.Masker(mask))
-		b, err := canon.Marshal(rep)
-		if err != nil { // a task output holds NaN or ±Inf: written as null
-			fmt.Fprintf(stderr, "nika run: the report holds a value JSON cannot carry (%v); writing it as null\n", err)
-			b, err = canon.Marshal(canon.Finite(rep))
+		b, warning, err := engine.EncodeReport(res, p.ID, w.Name, f.seed, mask)
+		if warning != "" {
+			fmt.Fprintf(stderr, "nika run: %s\n", warning)
 		}
 		if err == nil {
 			err = report.commit(append(b, '\n'))
@@ -378,10 +296,16 @@ func runWith(args []string, stdout, stderr io.Writer, env runEnv) int {
 			lost = true
 		}
 	}
-	if interrupted.Load() || res.State == "cancelled" {
+	if interrupted || res.State == "cancelled" {
 		return exitInterrupt
 	}
-	out, err := canon.Marshal(event.MaskValue(res.Outputs, event.Masker(mask)))
+	return f.finish(res, mask, lost, stdout, stderr)
+}
+
+// finish prints the outputs and the run's error and returns the exit code of a run that was
+// not interrupted; lost says that the trace or the report could not be written.
+func (f *runFlags) finish(res planner.Result, mask func(string) string, lost bool, stdout, stderr io.Writer) int {
+	out, err := engine.EncodeOutputs(res, mask)
 	if err != nil {
 		fmt.Fprintf(stderr, "nika run: encoding the outputs: %v\n", err)
 		return exitFailure
@@ -394,7 +318,7 @@ func runWith(args []string, stdout, stderr io.Writer, env runEnv) int {
 		if res.Error != nil { // an error is printed even with --quiet (D20)
 			fmt.Fprintf(stderr, "nika run: error[%s] %s\n", res.Error.Code, mask(res.Error.Message))
 		}
-		if *quiet { // the per-task lines are off: say which tasks failed the run, and why
+		if f.quiet { // the per-task lines are off: say which tasks failed the run, and why
 			for _, tr := range res.Tasks {
 				if tr.Status == "failure" && tr.Error != nil {
 					fmt.Fprintf(stderr, "nika run: task %s failed: error[%s] %s\n", tr.ID, tr.Error.Code, mask(tr.Error.Message))
@@ -412,19 +336,43 @@ func runWith(args []string, stdout, stderr io.Writer, env runEnv) int {
 	return exitOK
 }
 
-// runDepth reads NIKA_RUN_DEPTH, the nesting depth nika passes to the runs its exec children
-// start (NIKA-SEC-003). Unset is 0; a value that is not a whole number ≥ 0 is an error rather
-// than 0, which would silently reset the recursion guard.
-func runDepth(lookup func(string) (string, bool)) (int, error) {
-	v, ok := lookup(exec.DepthVar)
-	if !ok {
-		return 0, nil
+// runInterruptible executes p, turning the first signal into the user's cancellation (started
+// tasks still run on_finally) and a second one into abandoning on_finally (LANGUAGE.md §3.4:
+// their processes are killed, the report is still written). It reports whether a signal came.
+func runInterruptible(eng *engine.Engine, p *engine.Prepared, o engine.RunOptions, signals <-chan os.Signal, stderr io.Writer) (planner.Result, bool) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	finallyCtx, abandon := context.WithCancel(context.Background())
+	defer abandon()
+	o.Finally = finallyCtx
+	var interrupted atomic.Bool
+	stopSignals := make(chan struct{})
+	signalsDone := make(chan struct{})
+	if signals != nil {
+		go func() {
+			defer close(signalsDone)
+			select {
+			case <-signals:
+			case <-stopSignals:
+				return
+			}
+			interrupted.Store(true)
+			fmt.Fprintln(stderr, "nika run: interrupted; finishing on_finally steps (interrupt again to abandon them)")
+			cancel()
+			select {
+			case <-signals:
+				fmt.Fprintln(stderr, "nika run: interrupted again; abandoning on_finally steps")
+				abandon()
+			case <-stopSignals:
+			}
+		}()
+	} else {
+		close(signalsDone)
 	}
-	n, err := strconv.Atoi(strings.TrimSpace(v))
-	if err != nil || n < 0 {
-		return 0, fmt.Errorf("%s must be a whole number ≥ 0 (nika sets it for the runs its exec tasks start; unset it at the top level), got %q", exec.DepthVar, v)
-	}
-	return n, nil
+	res := eng.Execute(ctx, p, o)
+	close(stopSignals) // a signal from now on does not change the outcome
+	<-signalsDone
+	return res, interrupted.Load()
 }
 
 // logSink prints the plain line log of settled tasks on stderr (above the

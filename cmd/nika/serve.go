@@ -6,19 +6,17 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	iofs "io/fs"
 	"net"
 	"net/http"
 	"os"
 	"os/signal"
-	"strconv"
 	"strings"
 	"syscall"
 	"time"
 
+	"github.com/nikahq/nika/engine"
 	"github.com/nikahq/nika/metrics"
 	"github.com/nikahq/nika/server"
-	nikamcp "github.com/nikahq/nika/tools/mcp"
 )
 
 // stringList collects a repeatable string flag.
@@ -84,15 +82,15 @@ func serveWith(args []string, stdout, stderr io.Writer, env serveEnv) int {
 		{"--max-body must be ≥ 1", *maxBody < 1},
 		{"--keep-runs must be ≥ 1", *keepRuns < 1},
 		{"--shutdown-timeout must be ≥ 0", *shutdownTimeout < 0},
-		{"--max-parallel-tasks must be ≥ 0", *maxTasks < 0},
-		{"--max-parallel-tools must be from 1 to 1024", *maxTools != 0 && (*maxTools < 1 || *maxTools > 1024)},
-		{"--max-processes must be ≥ 0", *maxProcs < 0},
-		{"--max-exec-output must be ≥ 0", *maxOutput < 0},
 	} {
 		if c.bad {
 			fmt.Fprintf(stderr, "nika serve: %s\n", c.name)
 			return exitUsage
 		}
+	}
+	if err := (engine.Limits{MaxParallelTasks: *maxTasks, MaxParallelTools: *maxTools, MaxProcesses: *maxProcs, MaxExecOutputBytes: *maxOutput}).Check(); err != nil {
+		fmt.Fprintf(stderr, "nika serve: %v\n", err)
+		return exitUsage
 	}
 	if code, ok := checkModelFlag("serve", *model, stderr); !ok {
 		return code
@@ -107,8 +105,8 @@ func serveWith(args []string, stdout, stderr io.Writer, env serveEnv) int {
 	}
 	opts := server.Options{
 		MaxRuns: *maxRuns, QueueSize: *queue, MaxBodyBytes: *maxBody, KeepRuns: *keepRuns,
-		AuthToken: *token, SecretEnv: secretEnv, Env: env.lookup, Workflows: *workflows, TraceDir: *traceDir,
-		MaxParallelTasks: *maxTasks, Logger: stderr,
+		AuthToken: *token, SecretEnv: secretEnv, Workflows: *workflows, TraceDir: *traceDir, Logger: stderr,
+		Engine: engine.Options{Env: env.lookup, Version: version},
 	}
 	if *queue == 0 {
 		opts.QueueSize = -1 // Options reads 0 as its default; --queue 0 is no queue
@@ -124,54 +122,22 @@ func serveWith(args []string, stdout, stderr io.Writer, env serveEnv) int {
 			return exitUsage
 		}
 	}
-	// max_parallel_tools: flag > NIKA_MAX_PARALLEL_TOOLS > 8 (D4).
-	opts.MaxParallelTools = *maxTools
-	if v, ok := env.lookup("NIKA_MAX_PARALLEL_TOOLS"); ok && *maxTools == 0 {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 || n > 1024 {
-			fmt.Fprintf(stderr, "nika serve: NIKA_MAX_PARALLEL_TOOLS must be from 1 to 1024, got %q\n", v)
-			return exitEnv
-		}
-		opts.MaxParallelTools = n
-	}
-	// max_processes: flag > NIKA_MAX_PROCESSES > the exec verb's default (verbs/exec, D4).
-	opts.MaxProcesses = *maxProcs
-	if v, ok := env.lookup("NIKA_MAX_PROCESSES"); ok && *maxProcs == 0 {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 {
-			fmt.Fprintf(stderr, "nika serve: NIKA_MAX_PROCESSES must be a whole number ≥ 1, got %q\n", v)
-			return exitEnv
-		}
-		opts.MaxProcesses = n
-	}
-	// max_exec_output: flag > NIKA_MAX_EXEC_OUTPUT > the exec verb's default (verbs/exec, D4).
-	opts.MaxExecOutputBytes = *maxOutput
-	if v, ok := env.lookup("NIKA_MAX_EXEC_OUTPUT"); ok && *maxOutput == 0 {
-		n, err := strconv.ParseInt(v, 10, 64)
-		if err != nil || n < 1 {
-			fmt.Fprintf(stderr, "nika serve: NIKA_MAX_EXEC_OUTPUT must be a whole number of bytes ≥ 1, got %q\n", v)
-			return exitEnv
-		}
-		opts.MaxExecOutputBytes = n
-	}
-	depth, err := runDepth(env.lookup)
-	if err != nil {
+	limits := engine.Limits{MaxParallelTasks: *maxTasks, MaxParallelTools: *maxTools, MaxProcesses: *maxProcs, MaxExecOutputBytes: *maxOutput}
+	if err := limits.FromEnv(env.lookup); err != nil {
 		fmt.Fprintf(stderr, "nika serve: %v\n", err)
 		return exitEnv
 	}
-	opts.ExecDepth = depth
-	opts.Check.Model, opts.Check.MCPServers = *model, mcpServers(stderr)
-	// The engine's MCP registry (D7): each run gets its own client over it.
-	mcpPath := nikamcp.Path("", env.lookup)
-	if reg, err := nikamcp.Load(mcpPath); err == nil {
-		opts.MCP, opts.Version = reg, version
-	} else if _, named := env.lookup(nikamcp.EnvConfig); named || !errors.Is(err, iofs.ErrNotExist) {
-		// A service must not come up quietly without the servers it was configured with.
-		fmt.Fprintf(stderr, "nika serve: the MCP registry %s cannot be used: %v\n", mcpPath, err)
+	opts.Engine.Limits = limits
+	// The engine's MCP registry (D7): each run gets its own client over it. A service must not
+	// come up quietly without the servers it was configured with.
+	opts.Engine.MCP = engine.LoadMCP("", env.lookup)
+	if err := opts.Engine.MCP.Err; err != nil {
+		fmt.Fprintf(stderr, "nika serve: the MCP registry %s cannot be used: %v\n", opts.Engine.MCP.Path, err)
 		return exitEnv
 	}
-	providers := server.EnvProviders(env.lookup)
-	opts.Providers, opts.Unavailable = providers.Registry, providers.Unavailable
+	opts.Check.Model, opts.Check.MCPServers = *model, opts.Engine.MCP.Names()
+	providers := engine.AllProviders(env.lookup)
+	opts.Engine.Providers = providers
 	// One metrics registry for the process, fed by every run's live stream;
 	// it caps the workflow and model label values that come from submitted
 	// YAML (D35), and reads each provider's limiter at every scrape.
