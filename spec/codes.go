@@ -4,6 +4,8 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+
+	"github.com/nikahq/nika/spec/internal/codes"
 )
 
 // Code is one allocated NIKA error code (LANGUAGE.md §8.3, AGENT.md §12).
@@ -25,132 +27,198 @@ func (c Code) Namespace() string {
 	return parts[1]
 }
 
-// Codes the checker emits, named for readability at the call sites.
+// One constant per registry row: CodeX = codes.X, the ID written once in
+// spec/internal/codes (a leaf, so spec/expr and spec/catalog can use it too).
+//
+// They are untyped string constants, not a named ErrorCode type, on purpose:
+// Error.Code, Finding.Code, catalog and expr issues, on_error code lists and
+// the details maps all hold plain strings, and the packages outside spec
+// compare, list and pass codes as strings; a named type would put a
+// conversion at each of those places without catching a mistake the guard
+// test (codes_guard_test.go) does not already catch: a code that is not a
+// registry row.
 const (
-	CodeParseSyntax       = "NIKA-PARSE-001"
-	CodeParseMissing      = "NIKA-PARSE-002"
-	CodeParseVersion      = "NIKA-PARSE-003"
-	CodeParseWorkflowID   = "NIKA-PARSE-004"
-	CodeParseUnknownField = "NIKA-PARSE-005"
-	CodeParseTaskID       = "NIKA-PARSE-006"
-	CodeParseDuplicateID  = "NIKA-PARSE-007"
-	CodeParseNoVerb       = "NIKA-PARSE-008"
-	CodeParseManyVerbs    = "NIKA-PARSE-009"
-	CodeParseTimeout      = "NIKA-PARSE-010"
-	CodeParseRetry        = "NIKA-PARSE-011"
-	CodeParseOnError      = "NIKA-PARSE-012"
-	CodeParseReserved     = "NIKA-PARSE-013"
-	CodeParseInlineSecret = "NIKA-PARSE-014"
-	CodeParseTypedVar     = "NIKA-PARSE-015"
-	CodeParseDuplicateKey = "NIKA-PARSE-017"
-	CodeParseRequired     = "NIKA-PARSE-018"
-	CodeParseShape        = "NIKA-PARSE-019"
-	CodeParseEngineKey    = "NIKA-PARSE-020"
+	CodeParseSyntax       = codes.ParseSyntax
+	CodeParseMissing      = codes.ParseMissing
+	CodeParseVersion      = codes.ParseVersion
+	CodeParseWorkflowID   = codes.ParseWorkflowID
+	CodeParseUnknownField = codes.ParseUnknownField
+	CodeParseTaskID       = codes.ParseTaskID
+	CodeParseDuplicateID  = codes.ParseDuplicateID
+	CodeParseNoVerb       = codes.ParseNoVerb
+	CodeParseManyVerbs    = codes.ParseManyVerbs
+	CodeParseTimeout      = codes.ParseTimeout
+	CodeParseRetry        = codes.ParseRetry
+	CodeParseOnError      = codes.ParseOnError
+	CodeParseReserved     = codes.ParseReserved
+	CodeParseInlineSecret = codes.ParseInlineSecret
+	CodeParseTypedVar     = codes.ParseTypedVar
+	CodeParseRetired016   = codes.ParseRetired016
+	CodeParseDuplicateKey = codes.ParseDuplicateKey
+	CodeParseRequired     = codes.ParseRequired
+	CodeParseShape        = codes.ParseShape
+	CodeParseEngineKey    = codes.ParseEngineKey
 
-	CodeDAGCycle       = "NIKA-DAG-001"
-	CodeDAGUnknown     = "NIKA-DAG-002"
-	CodeDAGMissingEdge = "NIKA-DAG-003"
-	CodeDAGDeadlock    = "NIKA-DAG-004"
+	CodeDAGCycle       = codes.DAGCycle
+	CodeDAGUnknown     = codes.DAGUnknown
+	CodeDAGMissingEdge = codes.DAGMissingEdge
+	CodeDAGDeadlock    = codes.DAGDeadlock
 
-	CodeVarUnresolved = "NIKA-VAR-001"
-	CodeVarBadPath    = "NIKA-VAR-003"
-	CodeVarStatic     = "NIKA-VAR-005"
-	CodeVarRuntime    = "NIKA-VAR-006"
-	CodeVarUnclosed   = "NIKA-VAR-008"
+	CodeVarUnresolved   = codes.VarUnresolved
+	CodeVarBindingCount = codes.VarBindingCount
+	CodeVarBadPath      = codes.VarBadPath
+	CodeVarBindingJQ    = codes.VarBindingJQ
+	CodeVarStatic       = codes.VarStatic
+	CodeVarRuntime      = codes.VarRuntime
+	CodeVarBytes        = codes.VarBytes
+	CodeVarUnclosed     = codes.VarUnclosed
+	CodeVarOutputType   = codes.VarOutputType
 
-	CodeInvokeUnknown  = "NIKA-INVOKE-001"
-	CodeSecBlocklist   = "NIKA-SEC-001"
-	CodeSecPermits     = "NIKA-SEC-004"
-	CodeBuiltinArgs    = "NIKA-BUILTIN-001"
-	CodeBuiltinDone    = "NIKA-BUILTIN-DONE-001"
-	CodeBuiltinCompose = "NIKA-BUILTIN-COMPOSE-001"
+	CodeInferProvider = codes.InferProvider
+	CodeInferSchema   = codes.InferSchema
+
+	CodeExecExit  = codes.ExecExit
+	CodeExecSpawn = codes.ExecSpawn
+
+	CodeInvokeUnknown = codes.InvokeUnknown
+	CodeInvokeArgs    = codes.InvokeArgs
+	CodeInvokeFailed  = codes.InvokeFailed
+
+	CodeAgentMaxTurns  = codes.AgentMaxTurns
+	CodeAgentMaxTokens = codes.AgentMaxTokens
+	CodeAgentStalled   = codes.AgentStalled
+	CodeAgentParam     = codes.AgentParam
+	CodeAgentNoUsage   = codes.AgentNoUsage
+	CodeAgentToolDefs  = codes.AgentToolDefs
+	CodeAgentPanic     = codes.AgentPanic
+
+	CodeMCPUnavailable = codes.MCPUnavailable
+	CodeMCPToolError   = codes.MCPToolError
+
+	CodeSecBlocklist = codes.SecBlocklist
+	CodeSecWhitelist = codes.SecWhitelist
+	CodeSecRecursion = codes.SecRecursion
+	CodeSecPermits   = codes.SecPermits
+	CodeSecSSRF      = codes.SecSSRF
+
+	CodeTimeout = codes.Timeout
+	CodeCancel  = codes.Cancel
+
+	CodeBuiltinArgs           = codes.BuiltinArgs
+	CodeBuiltinDone           = codes.BuiltinDone
+	CodeBuiltinCompose        = codes.BuiltinCompose
+	CodeBuiltinAssert         = codes.BuiltinAssert
+	CodeBuiltinPrompt         = codes.BuiltinPrompt
+	CodeBuiltinWait           = codes.BuiltinWait
+	CodeBuiltinReadFile       = codes.BuiltinReadFile
+	CodeBuiltinReadEncoding   = codes.BuiltinReadEncoding
+	CodeBuiltinWriteExists    = codes.BuiltinWriteExists
+	CodeBuiltinWriteParent    = codes.BuiltinWriteParent
+	CodeBuiltinWriteIO        = codes.BuiltinWriteIO
+	CodeBuiltinEditNotFound   = codes.BuiltinEditNotFound
+	CodeBuiltinEditCount      = codes.BuiltinEditCount
+	CodeBuiltinEditFile       = codes.BuiltinEditFile
+	CodeBuiltinGlob           = codes.BuiltinGlob
+	CodeBuiltinGrepRegexp     = codes.BuiltinGrepRegexp
+	CodeBuiltinGrepPath       = codes.BuiltinGrepPath
+	CodeBuiltinJQCompile      = codes.BuiltinJQCompile
+	CodeBuiltinJQRun          = codes.BuiltinJQRun
+	CodeBuiltinValidateSchema = codes.BuiltinValidateSchema
+	CodeBuiltinValidateData   = codes.BuiltinValidateData
+	CodeBuiltinConvertParse   = codes.BuiltinConvertParse
+	CodeBuiltinConvertRepr    = codes.BuiltinConvertRepr
+	CodeBuiltinDate           = codes.BuiltinDate
+	CodeBuiltinFetchStatus    = codes.BuiltinFetchStatus
+	CodeBuiltinFetchTransport = codes.BuiltinFetchTransport
+	CodeBuiltinFetchBody      = codes.BuiltinFetchBody
+	CodeBuiltinNotify         = codes.BuiltinNotify
 )
 
 var codeTable = []Code{
-	{"NIKA-PARSE-001", "parse_error", "no", "S", "YAML syntax error, or profile violation (second document, `<<`, non-core tag, alias bomb)", false},
-	{"NIKA-PARSE-002", "validation_error", "no", "S", "missing `nika`, `workflow` or `tasks`, or an empty `tasks`", false},
-	{"NIKA-PARSE-003", "validation_error", "no", "S", "`nika:` is not exactly `v1`", false},
-	{"NIKA-PARSE-004", "validation_error", "no", "S", "bad workflow id", false},
-	{"NIKA-PARSE-005", "validation_error", "no", "S", "unknown field", false},
-	{"NIKA-PARSE-006", "validation_error", "no", "S", "bad task id", false},
-	{"NIKA-PARSE-007", "validation_error", "no", "S", "duplicate task id", false},
-	{"NIKA-PARSE-008", "validation_error", "no", "S", "no verb (in a task or an `on_finally` item)", false},
-	{"NIKA-PARSE-009", "validation_error", "no", "S", "several verbs", false},
-	{"NIKA-PARSE-010", "validation_error", "no", "S", "bad `timeout`", false},
-	{"NIKA-PARSE-011", "validation_error", "no", "S", "bad `retry`", false},
-	{"NIKA-PARSE-012", "validation_error", "no", "S", "bad `on_error`", false},
-	{"NIKA-PARSE-013", "validation_error", "no", "S", "reserved binding name", false},
-	{"NIKA-PARSE-014", "validation_error", "no", "S", "inline secret", false},
-	{"NIKA-PARSE-015", "validation_error", "no", "S", "bad typed var or typed output", false},
-	{"NIKA-PARSE-016", "", "", "", "retired; never emitted", true},
-	{"NIKA-PARSE-017", "parse_error", "no", "S", "duplicate mapping key", false},
-	{"NIKA-PARSE-018", "validation_error", "no", "S", "missing required verb field, or no resolvable model", false},
-	{"NIKA-PARSE-019", "validation_error", "no", "S", "generic shape: wrong YAML type, bad enum, out of range, malformed tool name or glob namespace, unknown provider, field not allowed here, unsupported secret source", false},
-	{"NIKA-PARSE-020", "validation_error", "no", "S", "engine-configuration key in YAML", false},
-	{"NIKA-DAG-001", "validation_error", "no", "S", "dependency cycle, including a self-dependency", false},
-	{"NIKA-DAG-002", "validation_error", "no", "S", "unknown id in `depends_on`", false},
-	{"NIKA-DAG-003", "validation_error", "no", "S", "`tasks.X` read without X in `depends_on`", false},
-	{"NIKA-DAG-004", "validation_error", "no", "S", "`recover` references its own task or one of its dependents (deadlock)", false},
-	{"NIKA-VAR-001", "variable_error", "no", "S/R", "unresolved name: unknown root, undeclared name, unknown task or field; undeclared `--var`, missing required var, unresolvable secret", false},
-	{"NIKA-VAR-002", "variable_error", "no", "R", "a binding produced zero or several values", false},
-	{"NIKA-VAR-003", "variable_error", "no", "S", "provably invalid output path", false},
-	{"NIKA-VAR-004", "variable_error", "no", "R", "jq runtime error in a binding", false},
-	{"NIKA-VAR-005", "variable_error", "no", "S", "static expression violation, or jq compile error", false},
-	{"NIKA-VAR-006", "variable_error", "no", "R", "runtime evaluation or type error; bad `--var` text", false},
-	{"NIKA-VAR-007", "variable_error", "no", "R", "bytes rendered into a string", false},
-	{"NIKA-VAR-008", "variable_error", "no", "S", "unclosed `${{`", false},
-	{"NIKA-VAR-009", "variable_error", "no", "R", "typed output mismatch", false},
-	{"NIKA-INFER-001", "provider_error", "per provider", "R", "provider call failed", false},
-	{"NIKA-INFER-002", "validation_error", "no", "R", "output fails `schema` after the re-asks", false},
-	{"NIKA-EXEC-001", "process_error", "no", "R", "non-zero exit", false},
-	{"NIKA-EXEC-002", "process_error", "no", "R", "spawn failure", false},
-	{"NIKA-INVOKE-001", "tool_error", "no", "S/R", "unknown tool, or unregistered MCP server", false},
-	{"NIKA-INVOKE-002", "validation_error", "no", "R", "arguments fail the tool's input schema", false},
-	{"NIKA-INVOKE-003", "tool_error", "no", "R", "a tool call failed without a more specific code (or panicked)", false},
-	{"NIKA-AGENT-001", "budget_error", "no", "R", "`max_turns` exhausted", false},
-	{"NIKA-AGENT-002", "budget_error", "no", "R", "`max_tokens_total` exhausted", false},
-	{"NIKA-AGENT-003", "budget_error", "no", "R", "the agent stalled (the guard saw the same turns repeat)", false},
-	{"NIKA-AGENT-004", "validation_error", "no", "R", "invalid agent parameter at arming (misuse of the Go API)", false},
-	{"NIKA-AGENT-005", "budget_error", "no", "R", "usage not reported for a priced model (not emitted in v1)", false},
-	{"NIKA-AGENT-006", "tool_error", "from the source", "R", "the tool-definition source failed", false},
-	{"NIKA-AGENT-007", "internal_error", "no", "R", "engine panic inside one agent job", false},
-	{"NIKA-MCP-001", "tool_error", "yes, unless not configured", "R", "MCP server not configured, unreachable, or crashed", false},
-	{"NIKA-MCP-002", "tool_error", "no", "R", "MCP tool call returned an error", false},
-	{"NIKA-SEC-001", "security_error", "no", "S/R", "shell command matches the blocklist", false},
-	{"NIKA-SEC-002", "security_error", "no", "R", "agent tool call outside the whitelist", false},
-	{"NIKA-SEC-003", "security_error", "no", "R", "run recursion: nesting depth ≥ 8", false},
-	{"NIKA-SEC-004", "security_error", "no", "S/R", "subject outside `permits`", false},
-	{"NIKA-SEC-005", "security_error", "no", "R", "SSRF floor: private, loopback or link-local destination", false},
-	{"NIKA-TIMEOUT-001", "timeout_error", "no", "R", "task `timeout` expired; never retried", false},
-	{"NIKA-CANCEL-001", "cancelled", "no", "R", "user cancellation (signal or API)", false},
-	{"NIKA-BUILTIN-001", "validation_error", "no", "S", "literal arguments violate a builtin's contract", false},
-	{"NIKA-BUILTIN-DONE-001", "validation_error", "no", "S", "`nika:done` outside an agent", false},
-	{"NIKA-BUILTIN-COMPOSE-001", "validation_error", "no", "S", "`nika:compose` outside an agent", false},
-	{"NIKA-BUILTIN-ASSERT-001", "validation_error", "no", "R", "assertion false", false},
-	{"NIKA-BUILTIN-PROMPT-001", "tool_error", "no", "R", "no TTY and no `default`", false},
-	{"NIKA-BUILTIN-WAIT-001", "tool_error", "no", "R", "wait exceeds `timeout`", false},
-	{"NIKA-BUILTIN-READ-001", "tool_error", "no", "R", "file not found, not a regular file, or unreadable", false},
-	{"NIKA-BUILTIN-READ-002", "tool_error", "no", "R", "content invalid for `encoding`", false},
-	{"NIKA-BUILTIN-WRITE-001", "tool_error", "no", "R", "the file exists and `overwrite` is false", false},
-	{"NIKA-BUILTIN-WRITE-002", "tool_error", "no", "R", "the parent directory is missing and `create_dirs` is false", false},
-	{"NIKA-BUILTIN-WRITE-003", "tool_error", "no", "R", "I/O error while writing", false},
-	{"NIKA-BUILTIN-EDIT-001", "tool_error", "no", "R", "`find` text not found", false},
-	{"NIKA-BUILTIN-EDIT-002", "tool_error", "no", "R", "occurrence count mismatch", false},
-	{"NIKA-BUILTIN-EDIT-003", "tool_error", "no", "R", "file missing or unreadable", false},
-	{"NIKA-BUILTIN-GLOB-001", "tool_error", "no", "S/R", "invalid glob pattern", false},
-	{"NIKA-BUILTIN-GREP-001", "tool_error", "no", "S/R", "invalid regular expression", false},
-	{"NIKA-BUILTIN-GREP-002", "tool_error", "no", "S/R", "path not found", false},
-	{"NIKA-BUILTIN-JQ-001", "tool_error", "no", "S/R", "jq compile error", false},
-	{"NIKA-BUILTIN-JQ-002", "tool_error", "no", "S/R", "jq runtime error, or not exactly one value", false},
-	{"NIKA-BUILTIN-VALIDATE-001", "tool_error", "no", "S/R", "the schema does not compile", false},
-	{"NIKA-BUILTIN-VALIDATE-002", "tool_error", "no", "S/R", "`data` does not parse", false},
-	{"NIKA-BUILTIN-CONVERT-001", "tool_error", "no", "R", "parse failure", false},
-	{"NIKA-BUILTIN-CONVERT-002", "tool_error", "no", "R", "value not representable in the target format", false},
-	{"NIKA-BUILTIN-DATE-001", "tool_error", "no", "S/R", "bad date, format, duration or timezone", false},
-	{"NIKA-BUILTIN-FETCH-001", "network_error", "5xx/408/429", "R", "non-2xx HTTP status", false},
-	{"NIKA-BUILTIN-FETCH-002", "network_error", "yes", "R", "transport failure", false},
-	{"NIKA-BUILTIN-FETCH-003", "tool_error", "no", "R", "unusable body", false},
-	{"NIKA-BUILTIN-NOTIFY-001", "network_error", "5xx/408/429/transport", "R", "delivery failed", false},
+	{CodeParseSyntax, "parse_error", "no", "S", "YAML syntax error, or profile violation (second document, `<<`, non-core tag, alias bomb)", false},
+	{CodeParseMissing, "validation_error", "no", "S", "missing `nika`, `workflow` or `tasks`, or an empty `tasks`", false},
+	{CodeParseVersion, "validation_error", "no", "S", "`nika:` is not exactly `v1`", false},
+	{CodeParseWorkflowID, "validation_error", "no", "S", "bad workflow id", false},
+	{CodeParseUnknownField, "validation_error", "no", "S", "unknown field", false},
+	{CodeParseTaskID, "validation_error", "no", "S", "bad task id", false},
+	{CodeParseDuplicateID, "validation_error", "no", "S", "duplicate task id", false},
+	{CodeParseNoVerb, "validation_error", "no", "S", "no verb (in a task or an `on_finally` item)", false},
+	{CodeParseManyVerbs, "validation_error", "no", "S", "several verbs", false},
+	{CodeParseTimeout, "validation_error", "no", "S", "bad `timeout`", false},
+	{CodeParseRetry, "validation_error", "no", "S", "bad `retry`", false},
+	{CodeParseOnError, "validation_error", "no", "S", "bad `on_error`", false},
+	{CodeParseReserved, "validation_error", "no", "S", "reserved binding name", false},
+	{CodeParseInlineSecret, "validation_error", "no", "S", "inline secret", false},
+	{CodeParseTypedVar, "validation_error", "no", "S", "bad typed var or typed output", false},
+	{CodeParseRetired016, "", "", "", "retired; never emitted", true},
+	{CodeParseDuplicateKey, "parse_error", "no", "S", "duplicate mapping key", false},
+	{CodeParseRequired, "validation_error", "no", "S", "missing required verb field, or no resolvable model", false},
+	{CodeParseShape, "validation_error", "no", "S", "generic shape: wrong YAML type, bad enum, out of range, malformed tool name or glob namespace, unknown provider, field not allowed here, unsupported secret source", false},
+	{CodeParseEngineKey, "validation_error", "no", "S", "engine-configuration key in YAML", false},
+	{CodeDAGCycle, "validation_error", "no", "S", "dependency cycle, including a self-dependency", false},
+	{CodeDAGUnknown, "validation_error", "no", "S", "unknown id in `depends_on`", false},
+	{CodeDAGMissingEdge, "validation_error", "no", "S", "`tasks.X` read without X in `depends_on`", false},
+	{CodeDAGDeadlock, "validation_error", "no", "S", "`recover` references its own task or one of its dependents (deadlock)", false},
+	{CodeVarUnresolved, "variable_error", "no", "S/R", "unresolved name: unknown root, undeclared name, unknown task or field; undeclared `--var`, missing required var, unresolvable secret", false},
+	{CodeVarBindingCount, "variable_error", "no", "R", "a binding produced zero or several values", false},
+	{CodeVarBadPath, "variable_error", "no", "S", "provably invalid output path", false},
+	{CodeVarBindingJQ, "variable_error", "no", "R", "jq runtime error in a binding", false},
+	{CodeVarStatic, "variable_error", "no", "S", "static expression violation, or jq compile error", false},
+	{CodeVarRuntime, "variable_error", "no", "R", "runtime evaluation or type error; bad `--var` text", false},
+	{CodeVarBytes, "variable_error", "no", "R", "bytes rendered into a string", false},
+	{CodeVarUnclosed, "variable_error", "no", "S", "unclosed `${{`", false},
+	{CodeVarOutputType, "variable_error", "no", "R", "typed output mismatch", false},
+	{CodeInferProvider, "provider_error", "per provider", "R", "provider call failed", false},
+	{CodeInferSchema, "validation_error", "no", "R", "output fails `schema` after the re-asks", false},
+	{CodeExecExit, "process_error", "no", "R", "non-zero exit", false},
+	{CodeExecSpawn, "process_error", "no", "R", "spawn failure", false},
+	{CodeInvokeUnknown, "tool_error", "no", "S/R", "unknown tool, or unregistered MCP server", false},
+	{CodeInvokeArgs, "validation_error", "no", "R", "arguments fail the tool's input schema", false},
+	{CodeInvokeFailed, "tool_error", "no", "R", "a tool call failed without a more specific code (or panicked)", false},
+	{CodeAgentMaxTurns, "budget_error", "no", "R", "`max_turns` exhausted", false},
+	{CodeAgentMaxTokens, "budget_error", "no", "R", "`max_tokens_total` exhausted", false},
+	{CodeAgentStalled, "budget_error", "no", "R", "the agent stalled (the guard saw the same turns repeat)", false},
+	{CodeAgentParam, "validation_error", "no", "R", "invalid agent parameter at arming (misuse of the Go API)", false},
+	{CodeAgentNoUsage, "budget_error", "no", "R", "usage not reported for a priced model (not emitted in v1)", false},
+	{CodeAgentToolDefs, "tool_error", "from the source", "R", "the tool-definition source failed", false},
+	{CodeAgentPanic, "internal_error", "no", "R", "engine panic inside one agent job", false},
+	{CodeMCPUnavailable, "tool_error", "yes, unless not configured", "R", "MCP server not configured, unreachable, or crashed", false},
+	{CodeMCPToolError, "tool_error", "no", "R", "MCP tool call returned an error", false},
+	{CodeSecBlocklist, "security_error", "no", "S/R", "shell command matches the blocklist", false},
+	{CodeSecWhitelist, "security_error", "no", "R", "agent tool call outside the whitelist", false},
+	{CodeSecRecursion, "security_error", "no", "R", "run recursion: nesting depth ≥ 8", false},
+	{CodeSecPermits, "security_error", "no", "S/R", "subject outside `permits`", false},
+	{CodeSecSSRF, "security_error", "no", "R", "SSRF floor: private, loopback or link-local destination", false},
+	{CodeTimeout, "timeout_error", "no", "R", "task `timeout` expired; never retried", false},
+	{CodeCancel, "cancelled", "no", "R", "user cancellation (signal or API)", false},
+	{CodeBuiltinArgs, "validation_error", "no", "S", "literal arguments violate a builtin's contract", false},
+	{CodeBuiltinDone, "validation_error", "no", "S", "`nika:done` outside an agent", false},
+	{CodeBuiltinCompose, "validation_error", "no", "S", "`nika:compose` outside an agent", false},
+	{CodeBuiltinAssert, "validation_error", "no", "R", "assertion false", false},
+	{CodeBuiltinPrompt, "tool_error", "no", "R", "no TTY and no `default`", false},
+	{CodeBuiltinWait, "tool_error", "no", "R", "wait exceeds `timeout`", false},
+	{CodeBuiltinReadFile, "tool_error", "no", "R", "file not found, not a regular file, or unreadable", false},
+	{CodeBuiltinReadEncoding, "tool_error", "no", "R", "content invalid for `encoding`", false},
+	{CodeBuiltinWriteExists, "tool_error", "no", "R", "the file exists and `overwrite` is false", false},
+	{CodeBuiltinWriteParent, "tool_error", "no", "R", "the parent directory is missing and `create_dirs` is false", false},
+	{CodeBuiltinWriteIO, "tool_error", "no", "R", "I/O error while writing", false},
+	{CodeBuiltinEditNotFound, "tool_error", "no", "R", "`find` text not found", false},
+	{CodeBuiltinEditCount, "tool_error", "no", "R", "occurrence count mismatch", false},
+	{CodeBuiltinEditFile, "tool_error", "no", "R", "file missing or unreadable", false},
+	{CodeBuiltinGlob, "tool_error", "no", "S/R", "invalid glob pattern", false},
+	{CodeBuiltinGrepRegexp, "tool_error", "no", "S/R", "invalid regular expression", false},
+	{CodeBuiltinGrepPath, "tool_error", "no", "S/R", "path not found", false},
+	{CodeBuiltinJQCompile, "tool_error", "no", "S/R", "jq compile error", false},
+	{CodeBuiltinJQRun, "tool_error", "no", "S/R", "jq runtime error, or not exactly one value", false},
+	{CodeBuiltinValidateSchema, "tool_error", "no", "S/R", "the schema does not compile", false},
+	{CodeBuiltinValidateData, "tool_error", "no", "S/R", "`data` does not parse", false},
+	{CodeBuiltinConvertParse, "tool_error", "no", "R", "parse failure", false},
+	{CodeBuiltinConvertRepr, "tool_error", "no", "R", "value not representable in the target format", false},
+	{CodeBuiltinDate, "tool_error", "no", "S/R", "bad date, format, duration or timezone", false},
+	{CodeBuiltinFetchStatus, "network_error", "5xx/408/429", "R", "non-2xx HTTP status", false},
+	{CodeBuiltinFetchTransport, "network_error", "yes", "R", "transport failure", false},
+	{CodeBuiltinFetchBody, "tool_error", "no", "R", "unusable body", false},
+	{CodeBuiltinNotify, "network_error", "5xx/408/429/transport", "R", "delivery failed", false},
 }
 
 var codeIndex = func() map[string]Code {
