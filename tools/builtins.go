@@ -14,6 +14,7 @@ import (
 	"github.com/nikahq/nika/spec"
 	"github.com/nikahq/nika/spec/catalog"
 	"github.com/nikahq/nika/spec/schema"
+	"github.com/nikahq/nika/tools/netfloor"
 )
 
 // Codes used by this package.
@@ -57,13 +58,17 @@ type Call struct {
 type Builtins struct {
 	impls map[string]*impl
 	// Resolver resolves host names for nika:fetch and nika:notify, whose SSRF floor checks
-	// every address it returns (netfloor.go, D36); nil means net.DefaultResolver. Set it
+	// every address it returns (tools/netfloor, D36); nil means net.DefaultResolver. Set it
 	// before the first Execute.
 	Resolver Resolver
 	// Terminal is where nika:prompt asks its questions; nil means there is no TTY (prompts
 	// then return their default). Set it before the first Execute.
 	Terminal *Terminal
 }
+
+// Resolver resolves host names for the network builtins (netfloor.Resolver). *net.Resolver
+// satisfies it; tests inject one that maps names to loopback without a DNS server.
+type Resolver = netfloor.Resolver
 
 // impl is one builtin of this build, with its catalog entry and its compiled Params.
 type impl struct {

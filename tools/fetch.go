@@ -20,9 +20,10 @@ import (
 	"github.com/nikahq/nika/spec"
 	"github.com/nikahq/nika/spec/canon"
 	"github.com/nikahq/nika/spec/jq"
+	"github.com/nikahq/nika/tools/netfloor"
 )
 
-// nika:fetch (LANGUAGE.md §7.5): one HTTP request through the network floor (netfloor.go),
+// nika:fetch (LANGUAGE.md §7.5): one HTTP request through the network floor (tools/netfloor),
 // its body converted by `mode`.
 //
 // Decisions where the language is silent:
@@ -139,15 +140,15 @@ func runFetch(ctx context.Context, in *invocation) (any, error) {
 	if err := setHeaders(in, req, contentType); err != nil {
 		return nil, err
 	}
-	fl := newFloor(in.resolver, in.call.Permits)
+	fl := netfloor.New(in.resolver, in.call.Permits)
 	what := method + " " + redactURL(u)
 	fail := func(err error) error {
 		return requestError(ctx, rctx, err, codeFetchTransport, what, timeout, map[string]any{"url": redactURL(u)})
 	}
-	if err := fl.check(rctx, u); err != nil {
+	if err := fl.Check(rctx, u); err != nil {
 		return nil, fail(err)
 	}
-	client := fl.client(maxRedirects)
+	client := fl.Client(netfloor.MaxRedirects)
 	defer client.CloseIdleConnections()
 	resp, err := client.Do(req)
 	if err != nil {
@@ -294,7 +295,7 @@ func requestError(parent, rctx context.Context, err error, code, what string, ti
 	if parent.Err() != nil {
 		return cancelError(parent)
 	}
-	msg := transportMessage(err)
+	msg := netfloor.TransportMessage(err)
 	if rctx.Err() != nil {
 		msg = fmt.Sprintf("timed out after %s", timeout)
 	}
@@ -441,6 +442,9 @@ func metadataOutput(r *fetchResponse, m *pageMeta) map[string]any {
 		"og": m.og, "twitter": m.twitter,
 	}
 }
+
+// redactURL renders u without its password, for messages and details.
+func redactURL(u *url.URL) string { return u.Redacted() }
 
 func nullable(s string) any {
 	if s == "" {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/nikahq/nika/spec"
 	"github.com/nikahq/nika/tools/fsgate"
+	"github.com/nikahq/nika/tools/netfloor"
 )
 
 // The images of `infer.vision` (LANGUAGE.md §5.1). They are loaded here, not in the verb, because
@@ -102,11 +103,11 @@ func (b *Builtins) fetchImage(ctx context.Context, call Call, field, raw string)
 	}
 	req.Header.Set("User-Agent", userAgent)
 	req.Header.Set("Accept", "image/png, image/jpeg, image/gif, image/webp")
-	fl := newFloor(b.Resolver, call.Permits)
-	if err := fl.check(rctx, u); err != nil {
+	fl := netfloor.New(b.Resolver, call.Permits)
+	if err := fl.Check(rctx, u); err != nil {
 		return nil, "", inField(field, fail(err))
 	}
-	client := fl.client(maxRedirects)
+	client := fl.Client(netfloor.MaxRedirects)
 	defer client.CloseIdleConnections()
 	resp, err := client.Do(req)
 	if err != nil {

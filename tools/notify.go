@@ -12,11 +12,12 @@ import (
 
 	"github.com/nikahq/nika/spec"
 	"github.com/nikahq/nika/spec/canon"
+	"github.com/nikahq/nika/tools/netfloor"
 )
 
 // nika:notify (LANGUAGE.md §7.5), channel webhook: one POST of the canonical JSON body
 // {workflow, task, severity, message, data, timestamp} to `target`, through the same permits
-// gate and SSRF floor as nika:fetch (netfloor.go).
+// gate and SSRF floor as nika:fetch (tools/netfloor).
 //
 // Decisions where the language is silent:
 //
@@ -84,11 +85,11 @@ func runNotify(ctx context.Context, in *invocation) (any, error) {
 	fail := func(err error) error {
 		return requestError(ctx, rctx, err, codeNotify, what, notifyTimeout, map[string]any{"url": redactURL(u)})
 	}
-	fl := newFloor(in.resolver, in.call.Permits)
-	if err := fl.check(rctx, u); err != nil {
+	fl := netfloor.New(in.resolver, in.call.Permits)
+	if err := fl.Check(rctx, u); err != nil {
 		return nil, fail(err)
 	}
-	client := fl.client(0)
+	client := fl.Client(0)
 	defer client.CloseIdleConnections()
 	resp, err := client.Do(req)
 	if err != nil {

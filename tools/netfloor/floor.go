@@ -1,4 +1,4 @@
-package tools
+package netfloor
 
 import (
 	"context"
@@ -18,41 +18,20 @@ import (
 	"github.com/nikahq/nika/spec"
 )
 
-// The network floor of nika:fetch and nika:notify (LANGUAGE.md §7.5, §2.4; DECISIONS.md D36).
-//
-// Every URL the client is about to request — the first one and each redirect hop — goes
-// through floor.check before any connection is made:
-//
-//  1. Under permits, permits.net.http must admit the URL host (NIKA-SEC-004). Entries are
-//     `host` (any port), `host:port`, `*.domain` (subdomains only, not the apex), an IP literal
-//     or a CIDR, compared case-insensitively; a trailing dot of a fully qualified name is
-//     ignored.
-//  2. The host is resolved through the Resolver seam (an IP literal resolves to itself) and
-//     EVERY address is checked against the refused ranges, IPv4-mapped IPv6 forms included. A
-//     refused address is NIKA-SEC-005 unless an exact permits.net.http entry allows it: the
-//     URL's hostname itself, an IP literal equal to the address, or a CIDR containing it. A
-//     `host:port` or `ip:port` entry is exact too, for its port only. Wildcard entries never
-//     allow a refused address. One refused address refuses the host, whatever the others are.
-//  3. The checked addresses are recorded for that host. The transport's DialContext never
-//     resolves: it dials only the recorded addresses of the host it is asked for (the IP, not
-//     the name, so a DNS answer that changes between check and dial — rebinding — cannot
-//     reach an unchecked address), while TLS SNI and the Host header keep the name, since the
-//     transport takes them from the URL. As a second line, the net.Dialer's Control hook
-//     refuses any address that is not in the checked set, whatever asked for it.
-//
-// The client never uses a proxy (Proxy: nil): a proxy would resolve and connect on our behalf,
-// out of the floor's sight.
-
 // Resolver resolves host names for the network builtins. *net.Resolver satisfies it; tests
 // inject one that maps names to loopback without a DNS server.
 type Resolver interface {
 	LookupIPAddr(ctx context.Context, host string) ([]net.IPAddr, error)
 }
 
-const codeSSRF = "NIKA-SEC-005"
+const (
+	codePermits = "NIKA-SEC-004"
+	codeSSRF    = "NIKA-SEC-005"
+)
 
-// maxRedirects is the number of redirects a fetch follows (§7.5); one more is NIKA-BUILTIN-FETCH-002.
-const maxRedirects = 10
+// MaxRedirects is the number of redirects a fetch follows (§7.5); one more is a transport
+// error (NIKA-BUILTIN-FETCH-002 for nika:fetch).
+const MaxRedirects = 10
 
 // refusedRange is one range of the SSRF floor, with the class named in messages.
 type refusedRange struct {
@@ -87,9 +66,9 @@ func refusedClass(a netip.Addr) string {
 	return ""
 }
 
-// floor checks the URLs of one builtin call and dials only what it checked. One floor serves
+// Floor checks the URLs of one builtin call and dials only what it checked. One floor serves
 // one call (its request and redirect hops); it is safe for the transport's concurrent use.
-type floor struct {
+type Floor struct {
 	resolver Resolver
 	permits  *spec.Permits // nil: no permits block, only the floor applies
 
@@ -98,11 +77,13 @@ type floor struct {
 	checked map[netip.Addr]bool     // every checked address, unmapped and without zone
 }
 
-func newFloor(r Resolver, permits *spec.Permits) *floor {
+// New returns the floor of one call: r resolves its host names (nil: net.DefaultResolver),
+// permits is the workflow's permits block (nil: none, only the floor applies).
+func New(r Resolver, permits *spec.Permits) *Floor {
 	if r == nil {
 		r = net.DefaultResolver
 	}
-	return &floor{resolver: r, permits: permits, hosts: map[string][]netip.Addr{}, checked: map[netip.Addr]bool{}}
+	return &Floor{resolver: r, permits: permits, hosts: map[string][]netip.Addr{}, checked: map[netip.Addr]bool{}}
 }
 
 // transportError is a failure to reach the server (a bad host name, DNS, too many redirects):
@@ -128,17 +109,18 @@ func hostKey(host string) (string, error) {
 	return strings.ToLower(h), nil
 }
 
-// check runs the permits gate and the SSRF floor on one URL about to be requested, and
-// records the host's checked addresses for the dialer.
-func (f *floor) check(ctx context.Context, u *url.URL) error {
+// Check runs the permits gate and the SSRF floor on one URL about to be requested, and
+// records the host's checked addresses for the dialer. It returns ctx.Err() when ctx ends
+// during the lookup.
+func (f *Floor) Check(ctx context.Context, u *url.URL) error {
 	switch strings.ToLower(u.Scheme) {
 	case "http", "https":
 	default:
-		return &transportError{fmt.Sprintf("%s: scheme %q is not supported; only http and https are", redactURL(u), u.Scheme)}
+		return &transportError{fmt.Sprintf("%s: scheme %q is not supported; only http and https are", u.Redacted(), u.Scheme)}
 	}
 	hostname := u.Hostname()
 	if hostname == "" {
-		return &transportError{fmt.Sprintf("%s has no host", redactURL(u))}
+		return &transportError{fmt.Sprintf("%s has no host", u.Redacted())}
 	}
 	key, err := hostKey(hostname)
 	if err != nil {
@@ -147,8 +129,8 @@ func (f *floor) check(ctx context.Context, u *url.URL) error {
 	port := urlPort(u)
 	if f.permits != nil && !netAllowed(f.permits.NetHTTP, key, port) {
 		return spec.NewError(codePermits,
-			fmt.Sprintf("host %q of %s is outside `permits.net.http`; add %q to `permits.net.http` to reach it", hostname, redactURL(u), key),
-			map[string]any{"url": redactURL(u), "host": key, "gate": "net.http"})
+			fmt.Sprintf("host %q of %s is outside `permits.net.http`; add %q to `permits.net.http` to reach it", hostname, u.Redacted(), key),
+			map[string]any{"url": u.Redacted(), "host": key, "gate": "net.http"})
 	}
 	addrs, err := f.resolve(ctx, key)
 	if err != nil {
@@ -166,8 +148,8 @@ func (f *floor) check(ctx context.Context, u *url.URL) error {
 		}
 		return spec.NewError(codeSSRF,
 			fmt.Sprintf("%s: %s, %s %s address, which the SSRF floor refuses; to reach it on purpose, add the exact host %q (or the address, or a CIDR containing it) to `permits.net.http`",
-				redactURL(u), what, article(class), class, key),
-			map[string]any{"url": redactURL(u), "host": key, "address": ua.String(), "range": class})
+				u.Redacted(), what, article(class), class, key),
+			map[string]any{"url": u.Redacted(), "host": key, "address": ua.String(), "range": class})
 	}
 	f.mu.Lock()
 	f.hosts[key] = addrs
@@ -179,7 +161,7 @@ func (f *floor) check(ctx context.Context, u *url.URL) error {
 }
 
 // resolve returns the addresses of an ASCII lower-case host: an IP literal is its own address.
-func (f *floor) resolve(ctx context.Context, host string) ([]netip.Addr, error) {
+func (f *Floor) resolve(ctx context.Context, host string) ([]netip.Addr, error) {
 	if a, err := netip.ParseAddr(host); err == nil {
 		return []netip.Addr{a}, nil
 	}
@@ -206,7 +188,7 @@ func (f *floor) resolve(ctx context.Context, host string) ([]netip.Addr, error) 
 
 // dialContext is the transport's dialer: it dials only the addresses check recorded for the
 // host, never resolving again.
-func (f *floor) dialContext(ctx context.Context, network, addr string) (net.Conn, error) {
+func (f *Floor) dialContext(ctx context.Context, network, addr string) (net.Conn, error) {
 	host, port, err := net.SplitHostPort(addr)
 	if err != nil {
 		return nil, err
@@ -241,7 +223,7 @@ func (f *floor) dialContext(ctx context.Context, network, addr string) (net.Conn
 }
 
 // control is the dialer's second line (D36): whatever dials, only a checked address connects.
-func (f *floor) control(_, address string, _ syscall.RawConn) error {
+func (f *Floor) control(_, address string, _ syscall.RawConn) error {
 	ap, err := netip.ParseAddrPort(address)
 	if err != nil {
 		return spec.NewError(codeSSRF, fmt.Sprintf("refusing to connect to %s: not an address the SSRF floor checked", address),
@@ -257,10 +239,10 @@ func (f *floor) control(_, address string, _ syscall.RawConn) error {
 	return nil
 }
 
-// client returns an HTTP client that goes through the floor: no proxy, the checking dialer,
+// Client returns an HTTP client that goes through the floor: no proxy, the checking dialer,
 // and (when redirects > 0) each hop re-checked; more than redirects hops is a transport error.
 // With redirects == 0, a redirect response is returned as it is.
-func (f *floor) client(redirects int) *http.Client {
+func (f *Floor) Client(redirects int) *http.Client {
 	tr := &http.Transport{
 		Proxy:                 nil,
 		DialContext:           f.dialContext,
@@ -278,7 +260,7 @@ func (f *floor) client(redirects int) *http.Client {
 			if len(via) > redirects {
 				return &transportError{fmt.Sprintf("stopped after %d redirects (the limit is %d)", redirects, redirects)}
 			}
-			return f.check(req.Context(), req.URL)
+			return f.Check(req.Context(), req.URL)
 		},
 	}
 }
@@ -294,116 +276,9 @@ func urlPort(u *url.URL) string {
 	return "80"
 }
 
-// netEntry is one parsed permits.net.http entry.
-type netEntry struct {
-	host     string // lower-case, no brackets, no trailing dot; "" for a CIDR
-	port     string // "" for any port
-	wildcard bool   // "*.domain": host holds ".domain"
-	ip       netip.Addr
-	cidr     netip.Prefix
-}
-
-func parseNetEntry(e string) netEntry {
-	e = strings.ToLower(strings.TrimSpace(e))
-	if p, err := netip.ParsePrefix(e); err == nil {
-		return netEntry{cidr: p.Masked()}
-	}
-	var n netEntry
-	h := e
-	if hh, p, err := net.SplitHostPort(e); err == nil {
-		h, n.port = hh, p
-	}
-	h = strings.TrimSuffix(strings.TrimPrefix(strings.TrimSuffix(h, "]"), "["), ".")
-	if strings.HasPrefix(h, "*.") {
-		n.wildcard, n.host = true, "."+entryHost(h[2:])
-		return n
-	}
-	n.host = entryHost(h)
-	if a, err := netip.ParseAddr(h); err == nil {
-		n.ip = a.Unmap().WithZone("")
-	}
-	return n
-}
-
-// entryHost is the host of an entry in the form hostKey gives URL hosts: a Unicode name is
-// compared by its ASCII (IDNA) form; a name IDNA refuses stays as written (it matches no URL).
-func entryHost(h string) string {
-	if k, err := hostKey(h); err == nil {
-		return k
-	}
-	return h
-}
-
-// netAllowed is the permits.net.http gate (§2.4) for an ASCII lower-case host and a port.
-func netAllowed(entries []string, host, port string) bool {
-	var hostIP netip.Addr
-	if a, err := netip.ParseAddr(host); err == nil {
-		hostIP = a.Unmap().WithZone("")
-	}
-	for _, raw := range entries {
-		e := parseNetEntry(raw)
-		switch {
-		case e.cidr.IsValid():
-			if hostIP.IsValid() && (e.cidr.Contains(hostIP) || mappedCIDR(e.cidr) && e.cidr.Contains(netip.AddrFrom16(hostIP.As16()))) {
-				return true
-			}
-			continue
-		case e.port != "" && e.port != port:
-			continue
-		case e.wildcard:
-			if strings.HasSuffix(host, e.host) && host != e.host[1:] && hostIP == (netip.Addr{}) {
-				return true
-			}
-		case e.ip.IsValid():
-			if hostIP == e.ip {
-				return true
-			}
-		case e.host == host:
-			return true
-		}
-	}
-	return false
-}
-
-// exactAllowed reports whether an explicit entry allows the refused address a reached through
-// host and port: the exact hostname, an IP literal equal to a, or a CIDR containing a.
-// Wildcards never do.
-func exactAllowed(entries []string, host, port string, a netip.Addr) bool {
-	ua := a.Unmap().WithZone("")
-	for _, raw := range entries {
-		e := parseNetEntry(raw)
-		switch {
-		case e.cidr.IsValid():
-			if e.cidr.Contains(ua) || e.cidr.Contains(a.WithZone("")) || mappedCIDR(e.cidr) && e.cidr.Contains(netip.AddrFrom16(ua.As16())) {
-				return true
-			}
-			continue
-		case e.wildcard, e.port != "" && e.port != port:
-			continue
-		case e.ip.IsValid():
-			if e.ip == ua {
-				return true
-			}
-		case e.host == host:
-			return true
-		}
-	}
-	return false
-}
-
-// mappedCIDR reports whether p is written in the IPv4-mapped form (within ::ffff:0:0/96): such
-// a CIDR contains the IPv4 addresses it maps. A wider IPv6 CIDR (::/0) does not lift the floor
-// for IPv4 addresses.
-func mappedCIDR(p netip.Prefix) bool {
-	return p.Addr().Is4In6() && p.Bits() >= 96
-}
-
-// redactURL renders u without its password, for messages and details.
-func redactURL(u *url.URL) string { return u.Redacted() }
-
-// transportMessage describes a failed request for FETCH-002 and NOTIFY-001: the innermost
+// TransportMessage describes a failed request for FETCH-002 and NOTIFY-001: the innermost
 // meaningful cause, without the url.Error prefix that repeats the method and URL.
-func transportMessage(err error) string {
+func TransportMessage(err error) string {
 	var te *transportError
 	if errors.As(err, &te) {
 		return te.msg
