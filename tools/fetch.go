@@ -20,6 +20,7 @@ import (
 	"github.com/nikahq/nika/spec"
 	"github.com/nikahq/nika/spec/canon"
 	"github.com/nikahq/nika/spec/jq"
+	"github.com/nikahq/nika/tools/htmltext"
 	"github.com/nikahq/nika/tools/netfloor"
 )
 
@@ -204,23 +205,21 @@ func runFetch(ctx context.Context, in *invocation) (any, error) {
 		if !isHTML {
 			return text, nil
 		}
-		return htmlToMarkdown(text, final), nil
+		return htmltext.Markdown(text, final), nil
 	case "text":
 		if !isHTML {
 			return text, nil
 		}
-		return htmlToText(text), nil
+		return htmltext.Text(text), nil
 	case "links":
 		if !isHTML {
 			return []any{}, nil
 		}
-		return htmlLinks(text, final), nil
+		return htmltext.Links(text, final), nil
 	default: // metadata
-		var m *pageMeta
+		m := &htmltext.Meta{OG: map[string]any{}, Twitter: map[string]any{}}
 		if isHTML {
-			m = htmlMetadata(text, final)
-		} else {
-			m = &pageMeta{og: map[string]any{}, twitter: map[string]any{}}
+			m = htmltext.Metadata(text, final)
 		}
 		return metadataOutput(r, m), nil
 	}
@@ -430,16 +429,16 @@ func headOutput(r *fetchResponse, length int64) map[string]any {
 }
 
 // metadataOutput is mode metadata's object (§7.5).
-func metadataOutput(r *fetchResponse, m *pageMeta) map[string]any {
+func metadataOutput(r *fetchResponse, m *htmltext.Meta) map[string]any {
 	var ct any
 	if r.contentType != "" {
 		ct = r.contentType
 	}
 	return map[string]any{
 		"url": redactURL(r.url), "status": r.status, "content_type": ct,
-		"title": nullable(m.title), "description": nullable(m.description),
-		"canonical": nullable(m.canonical), "lang": nullable(m.lang),
-		"og": m.og, "twitter": m.twitter,
+		"title": nullable(m.Title), "description": nullable(m.Description),
+		"canonical": nullable(m.Canonical), "lang": nullable(m.Lang),
+		"og": m.OG, "twitter": m.Twitter,
 	}
 }
 

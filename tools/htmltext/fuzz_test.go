@@ -1,15 +1,17 @@
-package tools
+package htmltext
 
 import (
 	"net/url"
 	"strings"
 	"testing"
 	"unicode/utf8"
+
+	"github.com/nikahq/nika/internal/fuzzbudget"
 )
 
 // htmlFuzzSeeds is FuzzHTMLToMarkdown's seed corpus: one short document per shape the
-// converters handle, rather than the golden pages under testdata/fetch (TestFetch* read those).
-// A fuzz run minimizes every mutant that finds new coverage, at up to n²/2 executions for n
+// converters handle, rather than the golden pages under tools/testdata/fetch (tools' TestFetch*
+// read those). A fuzz run minimizes every mutant that finds new coverage, at up to n²/2 executions for n
 // bytes, each running all four readers: a mutant of the 2 KB page.html kept both workers
 // minimizing for most of a 60 s run. TestFuzzSeedBudget bounds the seeds.
 var htmlFuzzSeeds = []string{
@@ -49,8 +51,8 @@ func FuzzHTMLToMarkdown(f *testing.F) {
 	}
 	base, _ := url.Parse("https://example.com/a/b?c#d")
 	f.Fuzz(func(t *testing.T, doc string) {
-		md := htmlToMarkdown(doc, base)
-		txt := htmlToText(doc)
+		md := Markdown(doc, base)
+		txt := Text(doc)
 		for name, s := range map[string]string{"markdown": md, "text": txt} {
 			if !utf8.ValidString(s) {
 				t.Fatalf("%s output is not valid UTF-8: %q", name, s)
@@ -59,13 +61,13 @@ func FuzzHTMLToMarkdown(f *testing.F) {
 				t.Fatalf("%s output is not trimmed: %q", name, s)
 			}
 		}
-		for _, l := range htmlLinks(doc, base) {
+		for _, l := range Links(doc, base) {
 			u, err := url.Parse(l.(map[string]any)["url"].(string))
 			if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.Fragment != "" {
 				t.Fatalf("link %v is not an absolute http(s) URL without fragment", l)
 			}
 		}
-		htmlMetadata(doc, base)
+		Metadata(doc, base)
 	})
 }
 
@@ -74,17 +76,23 @@ func TestHTMLTooDeep(t *testing.T) {
 	base, _ := url.Parse("https://e.com/p")
 	doc := `<html lang="de"><head><title>Deep</title><meta name="description" content="D"><script>bad()</script></head><body>` +
 		strings.Repeat("<div>", 600) + `<h1>Head</h1><p>para <a href="/x">link <b>b</b></a> after</p><style>x{}</style><svg><svg></svg>no</svg>end`
-	if got, want := htmlToMarkdown(doc, base), "Head\n\npara [link b](https://e.com/x) after\nend"; got != want {
+	if got, want := Markdown(doc, base), "Head\n\npara [link b](https://e.com/x) after\nend"; got != want {
 		t.Errorf("markdown %q, want %q", got, want)
 	}
-	if got, want := htmlToText(doc), "Head\n\npara link b after\nend"; got != want {
+	if got, want := Text(doc), "Head\n\npara link b after\nend"; got != want {
 		t.Errorf("text %q, want %q", got, want)
 	}
-	links := htmlLinks(doc, base)
+	links := Links(doc, base)
 	if len(links) != 1 || links[0].(map[string]any)["url"] != "https://e.com/x" || links[0].(map[string]any)["text"] != "link b" {
 		t.Errorf("links %v", links)
 	}
-	if m := htmlMetadata(doc, base); m.title != "Deep" || m.description != "D" || m.lang != "de" {
+	if m := Metadata(doc, base); m.Title != "Deep" || m.Description != "D" || m.Lang != "de" {
 		t.Errorf("metadata %+v", *m)
 	}
+}
+
+// TestFuzzSeedBudget keeps FuzzHTMLToMarkdown's seeds small enough that a one-minute fuzz run
+// spends its time mutating rather than re-running and minimizing seeds.
+func TestFuzzSeedBudget(t *testing.T) {
+	fuzzbudget.Check(t, "FuzzHTMLToMarkdown", htmlFuzzSeeds, fuzzbudget.Budget{Count: 24, Largest: 256, Total: 2 << 10})
 }
