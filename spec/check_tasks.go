@@ -330,7 +330,7 @@ func (c *checker) onCodes(n *Node, path, code string, isRetry bool) ([]string, b
 			ok = false
 			continue
 		}
-		if isRetry && (d.Str == "NIKA-TIMEOUT-001" || d.Str == "NIKA-CANCEL-001") {
+		if isRetry && (d.Str == CodeTimeout || d.Str == CodeCancel) {
 			c.errorf(code, it, ip, fmt.Sprintf("Remove `%s`: timeouts and cancellations are never retried; handle them with `on_error`.", d.Str), "`%s` cannot be retried", d.Str)
 			ok = false
 			continue

@@ -1,6 +1,11 @@
 package catalog
 
-import "encoding/json"
+import (
+	"encoding/json"
+	"slices"
+
+	"github.com/nikahq/nika/spec/internal/codes"
+)
 
 // Exact bytes of AGENT.md §3.2: they enter every agent request that admits these tools.
 const (
@@ -58,9 +63,14 @@ const (
 	effNet   = "net"
 )
 
+// definitions is the catalog in LANGUAGE.md §7 order, one function per section.
 func definitions() []*Builtin {
+	return slices.Concat(coreBuiltins(), fileBuiltins(), dataBuiltins(), networkBuiltins())
+}
+
+// coreBuiltins: the builtins of LANGUAGE.md §7.2 Core.
+func coreBuiltins() []*Builtin {
 	return []*Builtin{
-		// ---- 7.2 Core ----
 		{
 			Name:        "nika:log",
 			Description: "Write a log record to stderr and to the run's event stream; secrets are masked. Returns null.",
@@ -92,7 +102,7 @@ func definitions() []*Builtin {
 			),
 			Output: canonical(obj{"type": "boolean", "const": true}),
 			Floor:  true,
-			Codes:  []string{"NIKA-BUILTIN-ASSERT-001"},
+			Codes:  []string{codes.BuiltinAssert},
 		},
 		{
 			Name:        "nika:prompt",
@@ -106,7 +116,7 @@ func definitions() []*Builtin {
 					"description": "The options to choose from; required for mode `choice` and used only by it."}),
 			),
 			Output: canonical(obj{"type": strs("boolean", "string")}),
-			Codes:  []string{"NIKA-BUILTIN-PROMPT-001"},
+			Codes:  []string{codes.BuiltinPrompt},
 			check:  checkPrompt,
 		},
 		{
@@ -116,7 +126,7 @@ func definitions() []*Builtin {
 			Output:      anyOutput,
 			Floor:       true,
 			AgentOnly:   true,
-			Codes:       []string{"NIKA-BUILTIN-DONE-001"},
+			Codes:       []string{codes.BuiltinDone},
 		},
 		{
 			Name:        "nika:wait",
@@ -128,7 +138,7 @@ func definitions() []*Builtin {
 			),
 			Output: canonical(object("waited_ms", obj{"type": "integer", "minimum": 0, "description": "Milliseconds actually waited."})),
 			Floor:  true,
-			Codes:  []string{"NIKA-BUILTIN-WAIT-001"},
+			Codes:  []string{codes.BuiltinWait},
 			check:  checkWait,
 		},
 		{
@@ -148,7 +158,7 @@ func definitions() []*Builtin {
 			)),
 			Floor:     true,
 			AgentOnly: true,
-			Codes:     []string{"NIKA-BUILTIN-COMPOSE-001"},
+			Codes:     []string{codes.BuiltinCompose},
 			check:     checkCompose,
 		},
 		{
@@ -160,8 +170,12 @@ func definitions() []*Builtin {
 			),
 			Output: anyOutput,
 		},
+	}
+}
 
-		// ---- 7.3 Files ----
+// fileBuiltins: the builtins of LANGUAGE.md §7.3 Files.
+func fileBuiltins() []*Builtin {
+	return []*Builtin{
 		{
 			Name:        "nika:read",
 			Description: "Read a file and return its text with any UTF-8 byte-order mark removed, or its raw bytes when `binary` is true.",
@@ -173,7 +187,7 @@ func definitions() []*Builtin {
 			Output:  canonical(str("The text, or the bytes (base64 in JSON) when binary is true.")),
 			Floor:   true,
 			Effects: []string{effRead},
-			Codes:   []string{"NIKA-BUILTIN-READ-001", "NIKA-BUILTIN-READ-002"},
+			Codes:   []string{codes.BuiltinReadFile, codes.BuiltinReadEncoding},
 		},
 		{
 			Name:        "nika:write",
@@ -190,7 +204,7 @@ func definitions() []*Builtin {
 			)),
 			Floor:   true,
 			Effects: []string{effWrite},
-			Codes:   []string{"NIKA-BUILTIN-WRITE-001", "NIKA-BUILTIN-WRITE-002", "NIKA-BUILTIN-WRITE-003"},
+			Codes:   []string{codes.BuiltinWriteExists, codes.BuiltinWriteParent, codes.BuiltinWriteIO},
 		},
 		{
 			Name:        "nika:edit",
@@ -207,7 +221,7 @@ func definitions() []*Builtin {
 			)),
 			Floor:   true,
 			Effects: []string{effRead, effWrite},
-			Codes:   []string{"NIKA-BUILTIN-EDIT-001", "NIKA-BUILTIN-EDIT-002", "NIKA-BUILTIN-EDIT-003"},
+			Codes:   []string{codes.BuiltinEditNotFound, codes.BuiltinEditCount, codes.BuiltinEditFile},
 		},
 		{
 			Name:        "nika:glob",
@@ -219,7 +233,7 @@ func definitions() []*Builtin {
 			Output:  canonical(obj{"type": "array", "items": obj{"type": "string"}}),
 			Floor:   true,
 			Effects: []string{effRead},
-			Codes:   []string{"NIKA-BUILTIN-GLOB-001"},
+			Codes:   []string{codes.BuiltinGlob},
 			check:   checkGlobArgs,
 		},
 		{
@@ -237,11 +251,15 @@ func definitions() []*Builtin {
 			)}),
 			Floor:   true,
 			Effects: []string{effRead},
-			Codes:   []string{"NIKA-BUILTIN-GREP-001", "NIKA-BUILTIN-GREP-002"},
+			Codes:   []string{codes.BuiltinGrepRegexp, codes.BuiltinGrepPath},
 			check:   checkGrep,
 		},
+	}
+}
 
-		// ---- 7.4 Data ----
+// dataBuiltins: the builtins of LANGUAGE.md §7.4 Data.
+func dataBuiltins() []*Builtin {
+	return []*Builtin{
 		{
 			Name:        "nika:jq",
 			Description: "Run a jq program on an input JSON value. Returns the program's single result; zero or several results are an error.",
@@ -251,7 +269,7 @@ func definitions() []*Builtin {
 			),
 			Output: anyOutput,
 			Floor:  true,
-			Codes:  []string{"NIKA-BUILTIN-JQ-001", "NIKA-BUILTIN-JQ-002"},
+			Codes:  []string{codes.BuiltinJQCompile, codes.BuiltinJQRun},
 			check:  checkJQArgs,
 		},
 		{
@@ -283,7 +301,7 @@ func definitions() []*Builtin {
 				)},
 			)),
 			Floor: true,
-			Codes: []string{"NIKA-BUILTIN-VALIDATE-001", "NIKA-BUILTIN-VALIDATE-002"},
+			Codes: []string{codes.BuiltinValidateSchema, codes.BuiltinValidateData},
 			check: checkValidate,
 		},
 		{
@@ -306,7 +324,7 @@ func definitions() []*Builtin {
 			),
 			Output: canonical(str("The converted text.")),
 			Floor:  true,
-			Codes:  []string{"NIKA-BUILTIN-CONVERT-001", "NIKA-BUILTIN-CONVERT-002"},
+			Codes:  []string{codes.BuiltinConvertParse, codes.BuiltinConvertRepr},
 			check:  checkConvert,
 		},
 		{
@@ -345,11 +363,15 @@ func definitions() []*Builtin {
 			Output: canonical(obj{"type": strs("integer", "string"),
 				"description": "An RFC 3339 timestamp with milliseconds, a formatted string, or (diff) an integer of milliseconds."}),
 			Floor: true,
-			Codes: []string{"NIKA-BUILTIN-DATE-001"},
+			Codes: []string{codes.BuiltinDate},
 			check: checkDate,
 		},
+	}
+}
 
-		// ---- 7.5 Network ----
+// networkBuiltins: the builtins of LANGUAGE.md §7.5 Network.
+func networkBuiltins() []*Builtin {
+	return []*Builtin{
 		{
 			Name:        "nika:fetch",
 			Description: "Fetch an http(s) URL and return the response converted by `mode`: Markdown (default), visible text, the result of a jq program over a JSON body, page metadata, or the page's links.",
@@ -367,7 +389,7 @@ func definitions() []*Builtin {
 			Output:  anyOutput,
 			Floor:   true,
 			Effects: []string{effNet},
-			Codes:   []string{"NIKA-BUILTIN-FETCH-001", "NIKA-BUILTIN-FETCH-002", "NIKA-BUILTIN-FETCH-003", "NIKA-BUILTIN-JQ-001"},
+			Codes:   []string{codes.BuiltinFetchStatus, codes.BuiltinFetchTransport, codes.BuiltinFetchBody, codes.BuiltinJQCompile},
 			check:   checkFetch,
 			special: specialFetch,
 		},
@@ -386,9 +408,10 @@ func definitions() []*Builtin {
 				"status", integer("The HTTP status of the delivery."),
 			)),
 			Effects: []string{effNet},
-			Codes:   []string{"NIKA-BUILTIN-NOTIFY-001"},
+			Codes:   []string{codes.BuiltinNotify},
 			check:   checkNotify,
 			special: specialNotify,
 		},
 	}
 }
+

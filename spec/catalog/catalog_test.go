@@ -14,6 +14,18 @@ import (
 	"testing"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
+
+	"github.com/nikahq/nika/spec/internal/codes"
+)
+
+// Short names for the builtins' own static codes, for the test tables.
+const (
+	codeGlob     = codes.BuiltinGlob
+	codeGrep     = codes.BuiltinGrepRegexp
+	codeJQ       = codes.BuiltinJQCompile
+	codeValidate = codes.BuiltinValidateSchema
+	codeData     = codes.BuiltinValidateData
+	codeDate     = codes.BuiltinDate
 )
 
 var update = flag.Bool("update", false, "rewrite testdata/catalog.golden.json")

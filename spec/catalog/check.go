@@ -12,10 +12,13 @@ import (
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"github.com/santhosh-tekuri/jsonschema/v6/kind"
+
+	"github.com/nikahq/nika/spec/internal/codes"
 )
 
-// CodeContract is the code of a literal argument that violates a builtin's contract.
-const CodeContract = "NIKA-BUILTIN-001"
+// CodeContract is the code of a literal argument that violates a builtin's contract
+// (spec.CodeBuiltinArgs, which this package cannot import: spec imports it).
+const CodeContract = codes.BuiltinArgs
 
 // Arg is one argument value as the checker sees it.
 type Arg struct {

@@ -8,21 +8,13 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/nikahq/nika/spec/internal/codes"
 )
 
 // Cross-argument rules and own static codes, one function per builtin. Each reads only
 // arguments that are literal and not yet reported (call.literal, call.str), so a value that
 // already drew an issue draws no second one.
-
-// Own static codes.
-const (
-	codeGlob     = "NIKA-BUILTIN-GLOB-001"
-	codeGrep     = "NIKA-BUILTIN-GREP-001"
-	codeJQ       = "NIKA-BUILTIN-JQ-001"
-	codeValidate = "NIKA-BUILTIN-VALIDATE-001"
-	codeData     = "NIKA-BUILTIN-VALIDATE-002"
-	codeDate     = "NIKA-BUILTIN-DATE-001"
-)
 
 const maxWait = 24 * time.Hour
 
@@ -127,7 +119,7 @@ func checkCompose(c *call) {
 func checkGlobArgs(c *call) {
 	if p, ok := c.str("pattern"); ok {
 		if err := CheckGlob(p); err != nil {
-			c.add(Issue{Code: codeGlob, Arg: "pattern", Message: fmt.Sprintf("invalid glob `%s`: %s", p, err.Error()),
+			c.add(Issue{Code: codes.BuiltinGlob, Arg: "pattern", Message: fmt.Sprintf("invalid glob `%s`: %s", p, err.Error()),
 				Detail: "Fix the pattern: `*` and `?` match within a segment, `**` is a whole segment, `[…]` and `{…}` must be closed."})
 		}
 	}
@@ -136,7 +128,7 @@ func checkGlobArgs(c *call) {
 		for i, e := range list {
 			p, _ := e.(string)
 			if err := CheckGlob(p); err != nil {
-				c.add(Issue{Code: codeGlob, Arg: "exclude", Message: fmt.Sprintf("invalid glob `%s` at `exclude/%d`: %s", p, i, err.Error()),
+				c.add(Issue{Code: codes.BuiltinGlob, Arg: "exclude", Message: fmt.Sprintf("invalid glob `%s` at `exclude/%d`: %s", p, i, err.Error()),
 					Detail: "Fix the pattern: `*` and `?` match within a segment, `**` is a whole segment, `[…]` and `{…}` must be closed."})
 				return
 			}
@@ -150,7 +142,7 @@ func checkGrep(c *call) {
 		return
 	}
 	if _, err := regexp.Compile(p); err != nil {
-		c.add(Issue{Code: codeGrep, Arg: "pattern", Message: "invalid RE2 regular expression: " + oneLine(err.Error()),
+		c.add(Issue{Code: codes.BuiltinGrepRegexp, Arg: "pattern", Message: "invalid RE2 regular expression: " + oneLine(err.Error()),
 			Detail: "Fix the regular expression; RE2 has no backreferences or look-around, and a literal `(`, `[`, `.` or `*` needs a `\\`."})
 	}
 }
@@ -158,7 +150,7 @@ func checkGrep(c *call) {
 func checkJQArgs(c *call) {
 	if src, ok := c.str("expression"); ok {
 		if is := checkJQ(src); is != nil {
-			c.add(Issue{Code: codeJQ, Arg: "expression", Message: is.msg, Detail: is.detail})
+			c.add(Issue{Code: codes.BuiltinJQCompile, Arg: "expression", Message: is.msg, Detail: is.detail})
 		}
 	}
 }
@@ -166,7 +158,7 @@ func checkJQArgs(c *call) {
 func checkValidate(c *call) {
 	if s, ok := c.literal("schema"); ok {
 		if err := checkSchemaLiteral(s); err != nil {
-			c.add(Issue{Code: codeValidate, Arg: "schema", Message: err.Error(),
+			c.add(Issue{Code: codes.BuiltinValidateSchema, Arg: "schema", Message: err.Error(),
 				Detail: "Give `schema` a valid JSON Schema 2020-12; define shared parts under `$defs` and reference them as `#/$defs/name`."})
 		}
 	}
@@ -174,7 +166,7 @@ func checkValidate(c *call) {
 		if data, ok := c.str("data"); ok {
 			var v any
 			if err := json.Unmarshal([]byte(data), &v); err != nil {
-				c.add(Issue{Code: codeData, Arg: "data", Message: "`data` is not valid JSON: " + oneLine(err.Error()),
+				c.add(Issue{Code: codes.BuiltinValidateData, Arg: "data", Message: "`data` is not valid JSON: " + oneLine(err.Error()),
 					Detail: "Fix the JSON text, or pass the value itself without `format`."})
 			}
 		}
@@ -214,7 +206,7 @@ func checkDate(c *call) {
 		}
 	}
 	dateErr := func(arg, value, reason, detail string) {
-		c.add(Issue{Code: codeDate, Arg: arg, Message: fmt.Sprintf("`%s` %s %s", arg, render(value), reason), Detail: detail})
+		c.add(Issue{Code: codes.BuiltinDate, Arg: arg, Message: fmt.Sprintf("`%s` %s %s", arg, render(value), reason), Detail: detail})
 	}
 	for _, name := range []string{"date", "from", "to"} {
 		if s, ok := c.str(name); ok {
@@ -309,7 +301,7 @@ func checkFetch(c *call) {
 	}
 	if src, ok := c.str("jq"); ok {
 		if is := checkJQ(src); is != nil {
-			c.add(Issue{Code: codeJQ, Arg: "jq", Message: is.msg, Detail: is.detail})
+			c.add(Issue{Code: codes.BuiltinJQCompile, Arg: "jq", Message: is.msg, Detail: is.detail})
 		}
 	}
 	checkTimeout(c, "timeout")

@@ -3,20 +3,23 @@ package expr
 import (
 	"strings"
 	"unicode"
+
+	"github.com/nikahq/nika/spec/internal/codes"
 )
 
-// Codes reported by this package.
+// Codes reported by this package: its names for rows of the code registry
+// (spec/codes.go), which this package cannot import (spec imports it).
 const (
 	// CodeUnknownName is an unknown root or function name.
-	CodeUnknownName = "NIKA-VAR-001"
+	CodeUnknownName = codes.VarUnresolved
 	// CodeInvalid is a static error in an expression (syntax, types, purity…).
-	CodeInvalid = "NIKA-VAR-005"
+	CodeInvalid = codes.VarStatic
 	// CodeRuntime is a run-time evaluation failure; Eval's *EvalError maps to it.
-	CodeRuntime = "NIKA-VAR-006"
+	CodeRuntime = codes.VarRuntime
 	// CodeBytes is a bytes value rendered into a string (a caller's check).
-	CodeBytes = "NIKA-VAR-007"
+	CodeBytes = codes.VarBytes
 	// CodeUnclosed is a `${{` without its `}}`.
-	CodeUnclosed = "NIKA-VAR-008"
+	CodeUnclosed = codes.VarUnclosed
 )
 
 const (
