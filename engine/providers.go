@@ -9,6 +9,7 @@ import (
 	"github.com/nikahq/nika/provider/anthropic"
 	"github.com/nikahq/nika/provider/gemini"
 	"github.com/nikahq/nika/provider/openai"
+	"github.com/nikahq/nika/spec"
 )
 
 // Providers is a provider set: the registry the verbs call, the wire providers in it by name
@@ -64,27 +65,40 @@ func (p *Providers) ensure(model string, lookup func(string) (string, bool)) err
 	return p.add(name, lookup)
 }
 
-// wireFor returns the constructor of provider name's wire adapter, or false for a name no wire
-// serves (the checker refuses those before a run is built).
-func wireFor(name string, lookup func(string) (string, bool)) (func(*http.Client) (provider.Adapter, error), bool) {
-	switch name {
-	case "anthropic":
-		return func(c *http.Client) (provider.Adapter, error) { return anthropic.New(lookup, c) }, true
-	case "gemini":
-		return func(c *http.Client) (provider.Adapter, error) { return gemini.New(lookup, c) }, true
+// wire is the constructor of the wire adapter of provider name, by its row's spec.Wire*; nil
+// for the mock, which has no wire. With the provider table (spec.Providers: names, key and base
+// URL variables, default URLs) this is all the engine knows of providers.
+func wire(row spec.Provider, lookup func(string) (string, bool)) func(*http.Client) (provider.Adapter, error) {
+	switch row.Wire {
+	case spec.WireAnthropic:
+		return func(c *http.Client) (provider.Adapter, error) { return anthropic.New(lookup, c) }
+	case spec.WireGemini:
+		return func(c *http.Client) (provider.Adapter, error) { return gemini.New(lookup, c) }
+	case spec.WireChatCompletions:
+		prof, _ := openai.Lookup(row.Name)
+		return func(c *http.Client) (provider.Adapter, error) { return openai.New(prof, lookup, c) }
 	}
-	prof, ok := openai.Lookup(name)
+	return nil
+}
+
+// wireFor returns the constructor of provider name's wire adapter, or false for a name no wire
+// serves (the mock, or a name the checker refuses before a run is built).
+func wireFor(name string, lookup func(string) (string, bool)) (func(*http.Client) (provider.Adapter, error), bool) {
+	row, ok := spec.LookupProvider(name)
 	if !ok {
 		return nil, false
 	}
-	return func(c *http.Client) (provider.Adapter, error) { return openai.New(prof, lookup, c) }, true
+	newAdapter := wire(row, lookup)
+	return newAdapter, newAdapter != nil
 }
 
-// wireNames lists every provider a wire serves, in the table's order.
+// wireNames lists every provider of the table a wire serves, by name.
 func wireNames() []string {
-	names := []string{"anthropic", "gemini"}
-	for _, p := range openai.Profiles {
-		names = append(names, p.Name)
+	var names []string
+	for _, row := range spec.Providers() {
+		if wire(row, nil) != nil {
+			names = append(names, row.Name)
+		}
 	}
 	return names
 }

@@ -26,9 +26,6 @@ var verbRequired = map[string][]string{
 	"agent":  {"prompt"},
 }
 
-// Providers of LANGUAGE.md §6.2.
-var providers = []string{"anthropic", "deepseek", "gemini", "groq", "llamacpp", "lmstudio", "localai", "mistral", "mock", "ollama", "openai", "openrouter", "vllm", "xai"}
-
 var captures = []string{"stdout", "stderr", "combined", "structured"}
 
 // verb checks one verb body and returns its value with templates inside.

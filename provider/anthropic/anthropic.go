@@ -7,7 +7,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -17,10 +16,13 @@ import (
 	"time"
 
 	"github.com/nikahq/nika/provider"
+	"github.com/nikahq/nika/spec"
 )
 
 // Defaults of the wire.
 const (
+	// DefaultBaseURL is the base URL used when NIKA_ANTHROPIC_BASE_URL is unset: the provider
+	// table's (spec.Providers).
 	DefaultBaseURL = "https://api.anthropic.com"
 	// DefaultVersion is the anthropic-version header sent when NIKA_ANTHROPIC_VERSION is unset (D28).
 	DefaultVersion = "2023-06-01"
@@ -60,20 +62,16 @@ var (
 // anthropic-version from NIKA_ANTHROPIC_VERSION, else DefaultVersion (D28). A missing key is an error
 // naming the variable. client may be nil (http.DefaultClient).
 func New(lookup func(string) (string, bool), client *http.Client) (*Adapter, error) {
-	get := func(names ...string) string { return provider.Env(lookup, names...) }
-	key := get("NIKA_ANTHROPIC_API_KEY", "ANTHROPIC_API_KEY")
-	if key == "" {
-		return nil, errors.New("anthropic: no API key: set NIKA_ANTHROPIC_API_KEY (or ANTHROPIC_API_KEY)")
+	row, _ := spec.LookupProvider("anthropic")
+	key, base, err := provider.Endpoint(row, lookup)
+	if err != nil {
+		return nil, err
 	}
-	base := get("NIKA_ANTHROPIC_BASE_URL")
-	if base == "" {
-		base = DefaultBaseURL
-	}
-	version := get("NIKA_ANTHROPIC_VERSION")
+	version := provider.Env(lookup, "NIKA_ANTHROPIC_VERSION")
 	if version == "" {
 		version = DefaultVersion
 	}
-	return &Adapter{BaseURL: strings.TrimRight(base, "/"), Key: key, Version: version, Client: client}, nil
+	return &Adapter{BaseURL: base, Key: key, Version: version, Client: client}, nil
 }
 
 // nativeModel matches the model names of WIRES.md §2.4's native structured output: a family, a

@@ -8,7 +8,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -20,9 +19,11 @@ import (
 	"time"
 
 	"github.com/nikahq/nika/provider"
+	"github.com/nikahq/nika/spec"
 )
 
-// DefaultBaseURL is the base URL used when NIKA_GEMINI_BASE_URL is unset.
+// DefaultBaseURL is the base URL used when NIKA_GEMINI_BASE_URL is unset: the provider table's
+// (spec.Providers).
 const DefaultBaseURL = "https://generativelanguage.googleapis.com"
 
 // providerName is the provider prefix reported in failures.
@@ -52,16 +53,12 @@ var (
 // DefaultBaseURL (D28). A missing key is an error naming the variables. client may be nil
 // (http.DefaultClient).
 func New(lookup func(string) (string, bool), client *http.Client) (*Adapter, error) {
-	get := func(names ...string) string { return provider.Env(lookup, names...) }
-	key := get("NIKA_GEMINI_API_KEY", "GEMINI_API_KEY", "GOOGLE_API_KEY")
-	if key == "" {
-		return nil, errors.New("gemini: no API key: set NIKA_GEMINI_API_KEY (or GEMINI_API_KEY, or GOOGLE_API_KEY)")
+	row, _ := spec.LookupProvider(providerName)
+	key, base, err := provider.Endpoint(row, lookup)
+	if err != nil {
+		return nil, err
 	}
-	base := get("NIKA_GEMINI_BASE_URL")
-	if base == "" {
-		base = DefaultBaseURL
-	}
-	return &Adapter{BaseURL: strings.TrimRight(base, "/"), Key: key, Client: client}, nil
+	return &Adapter{BaseURL: base, Key: key, Client: client}, nil
 }
 
 // SupportsSchema reports that Request.Schema is sent natively (responseJsonSchema).

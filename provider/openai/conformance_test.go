@@ -13,7 +13,7 @@ import (
 // TestConformance runs the provider conformance suite against every Chat Completions profile whose
 // tool-call ids pass through unchanged (Mistral's 9-character ids are covered by adapter_test.go).
 func TestConformance(t *testing.T) {
-	for _, p := range openai.Profiles {
+	for _, p := range openai.Profiles() {
 		if p.IDs9 {
 			continue
 		}

@@ -6,7 +6,7 @@ package openai
 import (
 	"regexp"
 
-	"github.com/nikahq/nika/provider"
+	"github.com/nikahq/nika/spec"
 )
 
 // Profile describes one OpenAI-compatible provider: its defaults and its quirks, as data.
@@ -79,47 +79,50 @@ const (
 	maxCompletionTokens = "max_completion_tokens"
 )
 
-func vars(p string, conventional ...string) []string {
-	return append([]string{provider.EnvVar(p, "API_KEY")}, conventional...)
+// quirks are what sets each OpenAI-compatible server apart on the wire (WIRES.md §1.7, D28),
+// by provider name. Name, default URL and variables come from the one provider table,
+// spec.Providers (LANGUAGE.md §6.2); a Chat Completions row without quirks here gets none.
+var quirks = map[string]Profile{
+	"openai": {MaxTokensField: maxCompletionTokens, Reasoning: ReasoningEffort,
+		ReasoningModels: regexp.MustCompile(`^(o[1-9]|gpt-5)`), RawArguments: true},
+	"ollama":     {MaxTokensField: maxTokens, Reasoning: ReasoningEffort},
+	"lmstudio":   {MaxTokensField: maxTokens, NoJSONObject: true},
+	"llamacpp":   {MaxTokensField: maxTokens, ParallelToolCalls: true},
+	"localai":    {MaxTokensField: maxTokens},
+	"vllm":       {MaxTokensField: maxTokens},
+	"mistral":    {MaxTokensField: maxTokens, NoStrictSchema: true, IDs9: true},
+	"openrouter": {MaxTokensField: maxTokens, Reasoning: ReasoningMaxTokens},
+	"groq":       {MaxTokensField: maxTokens},
+	"deepseek":   {MaxTokensField: maxTokens, JSONObjectOnly: true, ReplayReasoning: true},
+	"xai":        {MaxTokensField: maxTokens},
 }
 
-func baseVars(p string, conventional ...string) []string {
-	return append([]string{provider.EnvVar(p, "BASE_URL")}, conventional...)
-}
-
-// Profiles is the table of OpenAI-compatible providers (LANGUAGE.md §6.2, WIRES.md §1.7, D28).
-var Profiles = []Profile{
-	{Name: "openai", BaseURL: "https://api.openai.com/v1", KeyVars: vars("OPENAI", "OPENAI_API_KEY"),
-		BaseURLVars: baseVars("OPENAI", "OPENAI_BASE_URL"), KeyRequired: true, MaxTokensField: maxCompletionTokens,
-		Reasoning: ReasoningEffort, ReasoningModels: regexp.MustCompile(`^(o[1-9]|gpt-5)`), RawArguments: true},
-	{Name: "ollama", BaseURL: "http://localhost:11434/v1", KeyVars: vars("OLLAMA"),
-		BaseURLVars: baseVars("OLLAMA"), MaxTokensField: maxTokens, Reasoning: ReasoningEffort},
-	{Name: "lmstudio", BaseURL: "http://localhost:1234/v1", KeyVars: vars("LMSTUDIO"),
-		BaseURLVars: baseVars("LMSTUDIO"), MaxTokensField: maxTokens, NoJSONObject: true},
-	{Name: "llamacpp", BaseURL: "http://localhost:8080/v1", KeyVars: vars("LLAMACPP"),
-		BaseURLVars: baseVars("LLAMACPP"), MaxTokensField: maxTokens, ParallelToolCalls: true},
-	{Name: "localai", BaseURL: "http://localhost:8080/v1", KeyVars: vars("LOCALAI", "LOCALAI_API_KEY"),
-		BaseURLVars: baseVars("LOCALAI"), MaxTokensField: maxTokens},
-	{Name: "vllm", BaseURL: "http://localhost:8000/v1", KeyVars: vars("VLLM", "VLLM_API_KEY"),
-		BaseURLVars: baseVars("VLLM"), MaxTokensField: maxTokens},
-	{Name: "mistral", BaseURL: "https://api.mistral.ai/v1", KeyVars: vars("MISTRAL", "MISTRAL_API_KEY"),
-		BaseURLVars: baseVars("MISTRAL"), KeyRequired: true, MaxTokensField: maxTokens, NoStrictSchema: true, IDs9: true},
-	{Name: "openrouter", BaseURL: "https://openrouter.ai/api/v1", KeyVars: vars("OPENROUTER", "OPENROUTER_API_KEY"),
-		BaseURLVars: baseVars("OPENROUTER"), KeyRequired: true, MaxTokensField: maxTokens, Reasoning: ReasoningMaxTokens},
-	{Name: "groq", BaseURL: "https://api.groq.com/openai/v1", KeyVars: vars("GROQ", "GROQ_API_KEY"),
-		BaseURLVars: baseVars("GROQ"), KeyRequired: true, MaxTokensField: maxTokens},
-	{Name: "deepseek", BaseURL: "https://api.deepseek.com", KeyVars: vars("DEEPSEEK", "DEEPSEEK_API_KEY"),
-		BaseURLVars: baseVars("DEEPSEEK"), KeyRequired: true, MaxTokensField: maxTokens, JSONObjectOnly: true, ReplayReasoning: true},
-	{Name: "xai", BaseURL: "https://api.x.ai/v1", KeyVars: vars("XAI", "XAI_API_KEY"),
-		BaseURLVars: baseVars("XAI"), KeyRequired: true, MaxTokensField: maxTokens},
-}
-
-// Lookup returns the profile named name.
-func Lookup(name string) (Profile, bool) {
-	for _, p := range Profiles {
-		if p.Name == name {
-			return p, true
+// Profiles returns the profile of every provider of the table that speaks Chat Completions, in
+// the table's order.
+func Profiles() []Profile {
+	var out []Profile
+	for _, row := range spec.Providers() {
+		if row.Wire == spec.WireChatCompletions {
+			out = append(out, profileOf(row))
 		}
 	}
-	return Profile{}, false
+	return out
+}
+
+func profileOf(row spec.Provider) Profile {
+	p := quirks[row.Name]
+	if p.MaxTokensField == "" {
+		p.MaxTokensField = maxTokens
+	}
+	p.Name, p.BaseURL, p.KeyVars, p.BaseURLVars, p.KeyRequired = row.Name, row.BaseURL, row.KeyVars, row.BaseURLVars, row.KeyRequired
+	return p
+}
+
+// Lookup returns the profile of provider name, when it speaks Chat Completions.
+func Lookup(name string) (Profile, bool) {
+	row, ok := spec.LookupProvider(name)
+	if !ok || row.Wire != spec.WireChatCompletions {
+		return Profile{}, false
+	}
+	return profileOf(row), true
 }

@@ -48,3 +48,13 @@ func TestProfiles(t *testing.T) {
 		t.Errorf("mistral = %+v", m)
 	}
 }
+
+// Every server with quirks is a Chat Completions row of the one provider table (a misspelt
+// name would silently lose its quirks).
+func TestQuirksAreTableRows(t *testing.T) {
+	for name := range quirks {
+		if _, ok := Lookup(name); !ok {
+			t.Errorf("quirks for %q, which is not a Chat Completions provider of spec.Providers", name)
+		}
+	}
+}
