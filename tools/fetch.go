@@ -73,80 +73,37 @@ type fetchResponse struct {
 	body        []byte
 }
 
-func runFetch(ctx context.Context, in *invocation) (any, error) {
-	rawURL, err := in.str("url", "")
-	if err != nil {
-		return nil, err
-	}
-	method, err := in.str("method", http.MethodGet)
-	if err != nil {
-		return nil, err
-	}
-	mode, err := in.str("mode", "markdown")
-	if err != nil {
-		return nil, err
-	}
-	switch mode {
-	case "markdown", "text", "jq", "metadata", "links":
-	default:
-		// The schema's enum already refuses the non-floor modes; this guards a catalog change.
-		return nil, in.badValue("mode", mode, "a mode this engine supports (markdown, text, jq, metadata or links)")
-	}
-	timeout := fetchDefaultTimeout
-	if s, err := in.str("timeout", ""); err != nil {
-		return nil, err
-	} else if s != "" {
-		d, perr := time.ParseDuration(s)
-		if perr != nil || d <= 0 {
-			return nil, in.badValue("timeout", s, "a positive Go duration such as `30s`")
-		}
-		timeout = d
-	}
-	maxBytes := int64(fetchDefaultMaxBytes)
-	if v, ok := in.args["max_bytes"]; ok {
-		n, ok := v.(int)
-		if f, isFloat := v.(float64); isFloat && f == math.Trunc(f) && f >= 1 && f <= 1<<53 {
-			n, ok = int(f), true // the schema admits an integral float as an integer
-		}
-		if !ok || n < 1 {
-			return nil, in.typeError("max_bytes", "an integer ≥ 1", v)
-		}
-		maxBytes = int64(n)
-	}
-	var prog *jq.Program
-	if mode == "jq" {
-		src, err := in.str("jq", "")
-		if err != nil {
-			return nil, err
-		}
-		if prog, err = jq.Compile(src); err != nil {
-			return nil, spec.NewError(codeJQCompile, err.Error(), map[string]any{"arg": "jq"}).Wrap(err)
-		}
-	}
-	u, err := url.Parse(rawURL)
-	if err != nil || u.Host == "" {
-		return nil, in.badValue("url", rawURL, "an absolute http or https URL")
-	}
-	body, contentType, err := requestBody(in)
-	if err != nil {
-		return nil, err
-	}
+// fetchArgs are the arguments of one nika:fetch call, checked.
+type fetchArgs struct {
+	rawURL, method, mode string
+	u                    *url.URL
+	timeout              time.Duration
+	maxBytes             int64
+	prog                 *jq.Program // mode jq
+	body                 []byte      // nil: no body
+	contentType          string      // the Content-Type the body implies; "" for none
+}
 
-	rctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	req, err := http.NewRequestWithContext(rctx, method, u.String(), bodyReader(body))
+func runFetch(ctx context.Context, in *invocation) (any, error) {
+	a, err := readFetchArgs(in)
 	if err != nil {
-		return nil, in.badValue("url", rawURL, "a URL this engine can request: "+err.Error())
+		return nil, err
 	}
-	if err := setHeaders(in, req, contentType); err != nil {
+	rctx, cancel := context.WithTimeout(ctx, a.timeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(rctx, a.method, a.u.String(), bodyReader(a.body))
+	if err != nil {
+		return nil, in.badValue("url", a.rawURL, "a URL this engine can request: "+err.Error())
+	}
+	if err := setHeaders(in, req, a.contentType); err != nil {
 		return nil, err
 	}
 	fl := netfloor.New(in.resolver, in.call.Permits)
-	what := method + " " + redactURL(u)
+	what := a.method + " " + redactURL(a.u)
 	fail := func(err error) error {
-		return requestError(ctx, rctx, err, codeFetchTransport, what, timeout, map[string]any{"url": redactURL(u)})
+		return requestError(ctx, rctx, err, codeFetchTransport, what, a.timeout, map[string]any{"url": redactURL(a.u)})
 	}
-	if err := fl.Check(rctx, u); err != nil {
+	if err := fl.Check(rctx, a.u); err != nil {
 		return nil, fail(err)
 	}
 	client := fl.Client(netfloor.MaxRedirects)
@@ -162,50 +119,112 @@ func runFetch(ctx context.Context, in *invocation) (any, error) {
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		head, _ := io.ReadAll(io.LimitReader(resp.Body, excerptBytes+utf8.UTFMax))
 		e := spec.NewError(codeFetchStatus,
-			fmt.Sprintf("%s %s returned %d", method, redactURL(final), resp.StatusCode),
+			fmt.Sprintf("%s %s returned %d", a.method, redactURL(final), resp.StatusCode),
 			map[string]any{"status": resp.StatusCode, "url": redactURL(final), "body_excerpt": excerpt(decodeBody(head, r.contentType))})
 		e.Transient = transientStatus(resp.StatusCode)
 		return nil, e
 	}
-	if method == http.MethodHead {
+	if a.method == http.MethodHead {
 		out := headOutput(r, resp.ContentLength)
-		if prog != nil {
-			return runFetchJQ(ctx, prog, out)
+		if a.prog != nil {
+			return runFetchJQ(ctx, a.prog, out)
 		}
 		return out, nil
 	}
-	r.body, err = io.ReadAll(io.LimitReader(resp.Body, maxBytes+1))
+	r.body, err = io.ReadAll(io.LimitReader(resp.Body, a.maxBytes+1))
 	if err != nil {
 		return nil, fail(err)
 	}
-	if int64(len(r.body)) > maxBytes {
+	if int64(len(r.body)) > a.maxBytes {
 		return nil, spec.NewError(codeFetchBody,
-			fmt.Sprintf("the body of %s %s is larger than max_bytes (%d bytes); raise `max_bytes` or fetch a smaller resource", method, redactURL(final), maxBytes),
-			map[string]any{"url": redactURL(final), "max_bytes": maxBytes})
+			fmt.Sprintf("the body of %s %s is larger than max_bytes (%d bytes); raise `max_bytes` or fetch a smaller resource", a.method, redactURL(final), a.maxBytes),
+			map[string]any{"url": redactURL(final), "max_bytes": a.maxBytes})
 	}
+	return fetchOutput(ctx, a, r)
+}
+
+// readFetchArgs reads and checks the arguments the schema cannot (the timeout's syntax, the
+// URL, the jq program) and builds the request body.
+func readFetchArgs(in *invocation) (*fetchArgs, error) {
+	a := &fetchArgs{timeout: fetchDefaultTimeout, maxBytes: fetchDefaultMaxBytes}
+	var err error
+	if a.rawURL, err = in.str("url", ""); err != nil {
+		return nil, err
+	}
+	if a.method, err = in.str("method", http.MethodGet); err != nil {
+		return nil, err
+	}
+	if a.mode, err = in.str("mode", "markdown"); err != nil {
+		return nil, err
+	}
+	switch a.mode {
+	case "markdown", "text", "jq", "metadata", "links":
+	default:
+		// The schema's enum already refuses the non-floor modes; this guards a catalog change.
+		return nil, in.badValue("mode", a.mode, "a mode this engine supports (markdown, text, jq, metadata or links)")
+	}
+	if s, err := in.str("timeout", ""); err != nil {
+		return nil, err
+	} else if s != "" {
+		d, perr := time.ParseDuration(s)
+		if perr != nil || d <= 0 {
+			return nil, in.badValue("timeout", s, "a positive Go duration such as `30s`")
+		}
+		a.timeout = d
+	}
+	if v, ok := in.args["max_bytes"]; ok {
+		n, ok := v.(int)
+		if f, isFloat := v.(float64); isFloat && f == math.Trunc(f) && f >= 1 && f <= 1<<53 {
+			n, ok = int(f), true // the schema admits an integral float as an integer
+		}
+		if !ok || n < 1 {
+			return nil, in.typeError("max_bytes", "an integer ≥ 1", v)
+		}
+		a.maxBytes = int64(n)
+	}
+	if a.mode == "jq" {
+		src, err := in.str("jq", "")
+		if err != nil {
+			return nil, err
+		}
+		if a.prog, err = jq.Compile(src); err != nil {
+			return nil, spec.NewError(codeJQCompile, err.Error(), map[string]any{"arg": "jq"}).Wrap(err)
+		}
+	}
+	if a.u, err = url.Parse(a.rawURL); err != nil || a.u.Host == "" {
+		return nil, in.badValue("url", a.rawURL, "an absolute http or https URL")
+	}
+	if a.body, a.contentType, err = requestBody(in); err != nil {
+		return nil, err
+	}
+	return a, nil
+}
+
+// fetchOutput converts a 2xx body read in full by the call's mode.
+func fetchOutput(ctx context.Context, a *fetchArgs, r *fetchResponse) (any, error) {
 	text := decodeBody(r.body, r.contentType)
-	if mode == "jq" {
+	if a.mode == "jq" {
 		v, err := parseJSON(text)
 		if err != nil {
 			return nil, spec.NewError(codeFetchBody,
-				fmt.Sprintf("the body of %s %s is not JSON (%v); mode `jq` needs a JSON body", method, redactURL(final), err),
-				map[string]any{"url": redactURL(final), "content_type": r.contentType}).Wrap(err)
+				fmt.Sprintf("the body of %s %s is not JSON (%v); mode `jq` needs a JSON body", a.method, redactURL(r.url), err),
+				map[string]any{"url": redactURL(r.url), "content_type": r.contentType}).Wrap(err)
 		}
-		return runFetchJQ(ctx, prog, v)
+		return runFetchJQ(ctx, a.prog, v)
 	}
 	if isBinary(r.contentType, text) {
 		return nil, spec.NewError(codeFetchBody,
 			fmt.Sprintf("the body of %s %s is binary (%s); mode `%s` needs text — fetch it with another tool, or use mode `metadata` on the page that links to it",
-				method, redactURL(final), orUnknown(r.contentType), mode),
-			map[string]any{"url": redactURL(final), "content_type": r.contentType, "mode": mode})
+				a.method, redactURL(r.url), orUnknown(r.contentType), a.mode),
+			map[string]any{"url": redactURL(r.url), "content_type": r.contentType, "mode": a.mode})
 	}
 	isHTML := htmlBody(r.contentType, r.body)
-	switch mode {
+	switch a.mode {
 	case "markdown":
 		if !isHTML {
 			return text, nil
 		}
-		return htmltext.Markdown(text, final), nil
+		return htmltext.Markdown(text, r.url), nil
 	case "text":
 		if !isHTML {
 			return text, nil
@@ -215,11 +234,11 @@ func runFetch(ctx context.Context, in *invocation) (any, error) {
 		if !isHTML {
 			return []any{}, nil
 		}
-		return htmltext.Links(text, final), nil
+		return htmltext.Links(text, r.url), nil
 	default: // metadata
 		m := &htmltext.Meta{OG: map[string]any{}, Twitter: map[string]any{}}
 		if isHTML {
-			m = htmltext.Metadata(text, final)
+			m = htmltext.Metadata(text, r.url)
 		}
 		return metadataOutput(r, m), nil
 	}
