@@ -1,7 +1,9 @@
 package engine
 
 import (
+	"io/fs"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -53,4 +55,70 @@ func TestREADMEListsTheProviderTable(t *testing.T) {
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Errorf("the README's provider table is not spec.Providers; want these rows:\n%s\n\ngot:\n%s", strings.Join(want, "\n"), strings.Join(got, "\n"))
 	}
+}
+
+// The README's layout table names every top-level directory that holds Go code (engine
+// included), and every package it names exists.
+func TestREADMELayoutMatchesTheTree(t *testing.T) {
+	readme, err := os.ReadFile("../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := string(readme)
+	start := strings.Index(text, "## Layout")
+	if start < 0 {
+		t.Fatal("the README has no ## Layout section")
+	}
+	section := text[start:]
+	if end := strings.Index(section[len("## Layout"):], "\n## "); end >= 0 {
+		section = section[:len("## Layout")+end]
+	}
+	named := map[string]bool{}
+	for _, line := range strings.Split(section, "\n") {
+		if !strings.HasPrefix(line, "| `") {
+			continue
+		}
+		cell := strings.SplitN(line, "|", 3)[1]
+		for _, part := range strings.Split(cell, ",") {
+			pkg := strings.Trim(strings.TrimSpace(part), "`")
+			named[pkg] = true
+			if fi, err := os.Stat("../" + pkg); err != nil || !fi.IsDir() {
+				t.Errorf("the layout table names %s, which is not a directory of the tree", pkg)
+			}
+		}
+	}
+	entries, err := os.ReadDir("..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		if !e.IsDir() || strings.HasPrefix(e.Name(), ".") || e.Name() == "examples" || e.Name() == "scripts" {
+			continue
+		}
+		if !hasGo("../" + e.Name()) {
+			continue
+		}
+		found := false
+		for pkg := range named {
+			if pkg == e.Name() || strings.HasPrefix(pkg, e.Name()+"/") {
+				found = true
+			}
+		}
+		if !found {
+			t.Errorf("the layout table does not name %s/", e.Name())
+		}
+	}
+}
+
+// hasGo reports whether dir or a directory under it holds a .go file.
+func hasGo(dir string) bool {
+	found := false
+	filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() && strings.HasSuffix(path, ".go") {
+			found = true
+			return filepath.SkipAll
+		}
+		return nil
+	})
+	return found
 }
