@@ -8,9 +8,6 @@ import (
 	"github.com/nikahq/nika/spec"
 )
 
-// CodeInfer001 is the code of every provider failure (LANGUAGE.md §6.2).
-const CodeInfer001 = "NIKA-INFER-001"
-
 // Reasons of NIKA-INFER-001 (D27, plus quota_exceeded from D46). Only the first four are transient.
 const (
 	ReasonRateLimited   = "rate_limited"
@@ -63,7 +60,7 @@ func (f Failure) Err() *spec.Error {
 	if msg == "" {
 		msg = "provider request failed (" + f.Reason + ")"
 	}
-	e := spec.NewError(CodeInfer001, msg, map[string]any{
+	e := spec.NewError(spec.CodeInferProvider, msg, map[string]any{
 		"provider":       prov,
 		"model":          f.Model,
 		"status":         status,
@@ -82,7 +79,7 @@ func Failed(f Failure) Outcome { return Outcome{Err: f.Err()} }
 
 // ReasonOf returns the D27 reason of a NIKA-INFER-001 error, or "" for any other error.
 func ReasonOf(e *spec.Error) string {
-	if e == nil || e.Code != CodeInfer001 {
+	if e == nil || e.Code != spec.CodeInferProvider {
 		return ""
 	}
 	r, _ := e.Details["reason"].(string)

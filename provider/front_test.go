@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"go.uber.org/goleak"
+
+	"github.com/nikahq/nika/spec"
 )
 
 // adapterFunc is a fake Adapter.
@@ -135,7 +137,7 @@ func TestFrontMaxSends(t *testing.T) {
 	f := NewFront("fake", script(&sends, failWith(500, ReasonServerError, 0)), FrontConfig{Sleep: sl.Sleep})
 	out := f.Complete(context.Background(), []Request{req("a")})
 	e := out[0].Err
-	if e == nil || e.Code != CodeInfer001 || ReasonOf(e) != ReasonServerError || !e.Transient || e.Details["status"] != 500 {
+	if e == nil || e.Code != spec.CodeInferProvider || ReasonOf(e) != ReasonServerError || !e.Transient || e.Details["status"] != 500 {
 		t.Fatalf("outcome = %+v, want transient INFER-001 server_error 500", out[0])
 	}
 	if sends.Load() != DefaultMaxSends {

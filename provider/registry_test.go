@@ -7,6 +7,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/nikahq/nika/spec"
 )
 
 type fixed struct{ text string }
@@ -99,7 +101,7 @@ func TestFailure(t *testing.T) {
 			t.Errorf("Transient(%s) = %v", reason, !transient)
 		}
 		e := Failure{Model: "anthropic/claude-x", Status: 429, Reason: reason, RetryAfterMs: 1500}.Err()
-		if e.Code != CodeInfer001 || e.Category != "provider_error" || e.Transient != transient || ReasonOf(e) != reason {
+		if e.Code != spec.CodeInferProvider || e.Category != "provider_error" || e.Transient != transient || ReasonOf(e) != reason {
 			t.Errorf("%s: %+v", reason, e)
 		}
 	}

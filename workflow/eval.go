@@ -73,9 +73,6 @@ const (
 	numberBytes     = 8 // what a number counts against a byte budget, as in D12
 )
 
-// codeCancel is the error of an evaluation stopped by its context.
-const codeCancel = "NIKA-CANCEL-001"
-
 // Eval evaluates a spec.Value tree: literals pass through (deep-copied where
 // they are maps/slices so callers may mutate results), a *spec.Template that
 // is exactly one placeholder keeps its type (§4.7 whole-string), any other
@@ -302,7 +299,7 @@ func (e *evaluator) run(t *spec.Template, part *spec.TemplatePart) (any, *spec.E
 	var r result
 	switch {
 	case err != nil && expr.Interrupted(err):
-		r.err = spec.NewError(codeCancel,
+		r.err = spec.NewError(spec.CodeCancel,
 			fmt.Sprintf("evaluating `%s`: %s", part.Text, err.Error()), details(t, part)).Wrap(err)
 	case err != nil:
 		r.err = spec.NewError(spec.CodeVarRuntime,
@@ -350,7 +347,7 @@ func (e *evaluator) render(v any, t *spec.Template, part *spec.TemplatePart) (st
 		}
 		return string(b), nil
 	case []byte:
-		return "", walkErrorf(expr.CodeBytes, "a bytes value cannot be rendered into a string; pass it whole-string to an argument that takes bytes").at(t, part)
+		return "", walkErrorf(spec.CodeVarBytes, "a bytes value cannot be rendered into a string; pass it whole-string to an argument that takes bytes").at(t, part)
 	case []any, map[string]any:
 		e.dirty = false
 		if _, err := e.walk(v, 0, false); err != nil {

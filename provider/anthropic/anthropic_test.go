@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/nikahq/nika/provider"
+	"github.com/nikahq/nika/spec"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden request bodies in testdata/")
@@ -333,7 +334,7 @@ func TestErrors(t *testing.T) {
 			}
 			e := out.Err
 			d := e.Details
-			if e.Code != provider.CodeInfer001 || d["reason"] != tc.reason || d["status"] != tc.status ||
+			if e.Code != spec.CodeInferProvider || d["reason"] != tc.reason || d["status"] != tc.status ||
 				d["retry_after_ms"] != tc.retry || e.Transient != tc.transient || d["provider"] != "anthropic" || d["model"] != "anthropic/claude-x" {
 				t.Errorf("got %s %v transient=%v", e.Code, d, e.Transient)
 			}

@@ -385,8 +385,8 @@ func mustFail(t *testing.T, out provider.Outcome, reason string) *spec.Error {
 		t.Fatalf("Exchange succeeded (%+v), want reason %s", out.Response, reason)
 	}
 	e := out.Err
-	if e.Code != provider.CodeInfer001 {
-		t.Errorf("code = %q, want %s", e.Code, provider.CodeInfer001)
+	if e.Code != spec.CodeInferProvider {
+		t.Errorf("code = %q, want %s", e.Code, spec.CodeInferProvider)
 	}
 	if got := provider.ReasonOf(e); got != reason {
 		t.Errorf("reason = %q, want %q (message %q)", got, reason, e.Message)

@@ -82,14 +82,6 @@ import (
 	"github.com/nikahq/nika/workflow"
 )
 
-// Codes of this verb.
-const (
-	CodeExit      = "NIKA-EXEC-001" // non-zero exit
-	CodeSpawn     = "NIKA-EXEC-002" // spawn failure
-	CodeBlocklist = "NIKA-SEC-001"  // shell command on the blocklist
-	CodePermits   = "NIKA-SEC-004"  // outside permits.exec
-)
-
 // DepthVar carries the run recursion depth to exec children (LANGUAGE.md §8.3).
 const DepthVar = "NIKA_RUN_DEPTH"
 
@@ -290,7 +282,7 @@ func parse(job workflow.Job) (*command, *spec.Error) {
 func allowed(c *command, p *spec.Permits) *spec.Error {
 	if c.argv == nil {
 		if rule := spec.Blocked(c.shell); rule != "" {
-			return spec.NewError(CodeBlocklist, "the command matches the exec blocklist: "+rule,
+			return spec.NewError(spec.CodeSecBlocklist, "the command matches the exec blocklist: "+rule,
 				map[string]any{"rule": rule})
 		}
 	}
@@ -299,7 +291,7 @@ func allowed(c *command, p *spec.Permits) *spec.Error {
 	}
 	switch {
 	case p.ExecList != nil && c.argv == nil:
-		return spec.NewError(CodePermits, "`permits.exec` is a list of programs, so only the argv form may run; a shell string is refused",
+		return spec.NewError(spec.CodeSecPermits, "`permits.exec` is a list of programs, so only the argv form may run; a shell string is refused",
 			map[string]any{"gate": "exec", "form": "string", "allowed": append([]string{}, p.ExecList...)})
 	case p.ExecList != nil:
 		for _, prog := range p.ExecList {
@@ -307,10 +299,10 @@ func allowed(c *command, p *spec.Permits) *spec.Error {
 				return nil
 			}
 		}
-		return spec.NewError(CodePermits, fmt.Sprintf("`permits.exec` does not allow %q", c.argv[0]),
+		return spec.NewError(spec.CodeSecPermits, fmt.Sprintf("`permits.exec` does not allow %q", c.argv[0]),
 			map[string]any{"gate": "exec", "program": c.argv[0], "allowed": append([]string{}, p.ExecList...)})
 	case !p.Exec:
-		return spec.NewError(CodePermits, "`permits` does not allow exec (`permits.exec` is false or absent)",
+		return spec.NewError(spec.CodeSecPermits, "`permits` does not allow exec (`permits.exec` is false or absent)",
 			map[string]any{"gate": "exec"})
 	}
 	return nil
@@ -587,7 +579,7 @@ func unwrapPath(err error) error {
 }
 
 func spawnError(msg string, details map[string]any, cause error) *spec.Error {
-	e := spec.NewError(CodeSpawn, msg, details)
+	e := spec.NewError(spec.CodeExecSpawn, msg, details)
 	if cause != nil {
 		e.Wrap(cause)
 	}
@@ -604,7 +596,7 @@ func exitError(code int, stderr []byte) *spec.Error {
 	if last := lastLine(tail); last != "" {
 		msg += ": " + last
 	}
-	return spec.NewError(CodeExit, msg, map[string]any{"exit_code": code, "stderr": tail})
+	return spec.NewError(spec.CodeExecExit, msg, map[string]any{"exit_code": code, "stderr": tail})
 }
 
 // overError is NIKA-EXEC-001 for a stream that went over the output bound (package doc, "Output
@@ -613,7 +605,7 @@ func overError(stream string, b *capBuffer, code int, stderr []byte) *spec.Error
 	msg := fmt.Sprintf("the command wrote %s to %s, more than the exec output bound of %s; "+
 		"have it write large output to a file and pass the file's path on, or raise the bound (--max-exec-output or NIKA_MAX_EXEC_OUTPUT)",
 		sizeText(b.n), stream, sizeText(b.max))
-	return spec.NewError(CodeExit, msg, map[string]any{
+	return spec.NewError(spec.CodeExecExit, msg, map[string]any{
 		"exit_code": code, "stderr": text(stderr),
 		"stream": stream, "output_bytes": b.n, "max_output_bytes": b.max,
 	})

@@ -173,7 +173,7 @@ func TestExitStderrTail(t *testing.T) {
 	out := (&Verb{}).Run(context.Background(), job(t.TempDir(), map[string]any{
 		"command": `i=0; while [ $i -lt 5000 ]; do printf 'é'; i=$((i+1)); done >&2; echo END >&2; exit 1`,
 	}, nil))
-	if out.Err == nil || out.Err.Code != CodeExit {
+	if out.Err == nil || out.Err.Code != spec.CodeExecExit {
 		t.Fatalf("outcome %+v", out)
 	}
 	s, _ := out.Err.Details["stderr"].(string)

@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/nikahq/nika/spec"
 )
 
 // allocated is the bytes this process has allocated on the heap so far (freed or not).
@@ -32,7 +34,7 @@ func TestOutputBoundMemory(t *testing.T) {
 	if limit := uint64(8 << 20); spent > limit {
 		t.Errorf("the job allocated %d bytes for a %d-byte bound (%d written), want under %d", spent, bound, written, limit)
 	}
-	if out.Err == nil || out.Err.Code != CodeExit {
+	if out.Err == nil || out.Err.Code != spec.CodeExecExit {
 		t.Fatalf("outcome %+v, want NIKA-EXEC-001", out)
 	}
 	d := out.Err.Details
@@ -79,13 +81,13 @@ func TestOutputBoundStreams(t *testing.T) {
 				}
 				return
 			}
-			if out.Err == nil || out.Err.Code != CodeExit || out.Err.Details["stream"] != tt.stream || out.Err.Details["exit_code"] != tt.exit {
+			if out.Err == nil || out.Err.Code != spec.CodeExecExit || out.Err.Details["stream"] != tt.stream || out.Err.Details["exit_code"] != tt.exit {
 				t.Fatalf("outcome %+v, want NIKA-EXEC-001 over %s with exit code %d", out, tt.stream, tt.exit)
 			}
 		})
 	}
 	out := v.Run(context.Background(), job(t.TempDir(), map[string]any{"command": "head -c 10000 /dev/zero; echo bad >&2; exit 4"}, nil))
-	if out.Err == nil || out.Err.Code != CodeExit || out.Err.Details["exit_code"] != 4 || out.Err.Details["stream"] != nil || !strings.Contains(out.Err.Message, "bad") {
+	if out.Err == nil || out.Err.Code != spec.CodeExecExit || out.Err.Details["exit_code"] != 4 || out.Err.Details["stream"] != nil || !strings.Contains(out.Err.Message, "bad") {
 		t.Errorf("a failed command over the bound: %+v, want its exit reported", out.Err)
 	}
 }

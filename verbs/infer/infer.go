@@ -22,12 +22,6 @@ import (
 	"github.com/nikahq/nika/workflow"
 )
 
-// Codes of this verb.
-const (
-	CodeProvider = provider.CodeInfer001 // provider failures pass through
-	CodeSchema   = "NIKA-INFER-002"      // the reply fails `schema` after the re-asks
-)
-
 // MaxReasks is the number of re-asks within one attempt when the reply does not conform to the
 // schema (LANGUAGE.md §5.1).
 const MaxReasks = 2
@@ -293,7 +287,7 @@ func (v *Verb) images(ctx context.Context, job workflow.Job) ([]provider.Block, 
 		if err != nil {
 			var se *spec.Error
 			if errors.As(err, &se) {
-				if se.Code == fields.CodeCancel || ctx.Err() != nil {
+				if se.Code == spec.CodeCancel || ctx.Err() != nil {
 					return nil, fields.Cancelled(ctx, err)
 				}
 				return nil, se
@@ -508,7 +502,7 @@ func schemaError(stage string, problems []schema.Violation, reply string) *spec.
 	} else if len(problems) > 1 {
 		msg += fmt.Sprintf(" (and %d more)", len(problems)-1)
 	}
-	return spec.NewError(CodeSchema, msg, map[string]any{
+	return spec.NewError(spec.CodeInferSchema, msg, map[string]any{
 		"stage":             stage,
 		"validation_errors": list,
 		"raw_excerpt":       jsontext.Excerpt(reply, excerptBytes),

@@ -256,7 +256,7 @@ func TestReask(t *testing.T) {
 				}
 				return
 			}
-			if out.Err == nil || out.Err.Code != CodeSchema || out.Err.Category != "validation_error" || out.Err.Transient {
+			if out.Err == nil || out.Err.Code != spec.CodeInferSchema || out.Err.Category != "validation_error" || out.Err.Transient {
 				t.Fatalf("outcome %+v, want NIKA-INFER-002", out)
 			}
 			d := out.Err.Details
@@ -280,7 +280,7 @@ func TestRawExcerptBounded(t *testing.T) {
 	s := providertest.NewScripted(providertest.Reply(long), providertest.Reply(long), providertest.Reply(long))
 	v := &Verb{Providers: registry(map[string]provider.Provider{"openai": s})}
 	out := v.Run(context.Background(), job(scriptedModel, map[string]any{"prompt": "p", "schema": objSchema}))
-	if out.Err == nil || out.Err.Code != CodeSchema {
+	if out.Err == nil || out.Err.Code != spec.CodeInferSchema {
 		t.Fatalf("outcome %+v", out)
 	}
 	ex := out.Err.Details["raw_excerpt"].(string)

@@ -14,7 +14,9 @@ import (
 )
 
 // CodeCancel is the code of a cancelled job.
-const CodeCancel = "NIKA-CANCEL-001"
+//
+// Deprecated: use spec.CodeCancel; kept only while verbs/agent still names it.
+const CodeCancel = spec.CodeCancel
 
 // Invalid is the NIKA-VAR-006 of a field whose evaluated value cannot be used.
 func Invalid(field, format string, args ...any) *spec.Error {
@@ -114,7 +116,7 @@ func Cancelled(ctx context.Context, extra error) *spec.Error {
 	if cause != nil {
 		msg = "cancelled: " + cause.Error()
 	}
-	return spec.NewError(CodeCancel, msg, nil).Wrap(wrapped)
+	return spec.NewError(spec.CodeCancel, msg, nil).Wrap(wrapped)
 }
 
 // KindOf names the value-model kind of v, for messages.
