@@ -7,7 +7,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/nikahq/nika/provider"
 	"github.com/nikahq/nika/provider/providertest"
 	"github.com/nikahq/nika/workflow"
 )
@@ -110,25 +109,5 @@ func TestObserverSeesBracketedDecisionSequence(t *testing.T) {
 				t.Fatalf("loop event %q reached the canonical stream", l)
 			}
 		}
-	}
-}
-
-// The agent's failed provider request reaches the live stream like infer's: the D27 reason as
-// the outcome, RateLimited set for a rate limit (D19; metrics count it).
-func TestLiveProviderRequestFailureReason(t *testing.T) {
-	p := providertest.NewScripted(providertest.Fail(provider.ReasonRateLimited))
-	v, job, _ := setup(t, p, map[string]any{"prompt": "p"}, 8)
-	job, live := withLive(job)
-	if out := v.Run(context.Background(), job); out.Err == nil {
-		t.Fatal("want a failure")
-	}
-	var req []workflow.LiveNote
-	for _, n := range live.notes {
-		if n.Kind == "provider_request" {
-			req = append(req, n)
-		}
-	}
-	if len(req) != 1 || req[0].Outcome != provider.ReasonRateLimited || !req[0].RateLimited || req[0].Code != "NIKA-INFER-001" {
-		t.Errorf("provider_request notes = %+v", req)
 	}
 }
