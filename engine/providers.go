@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"errors"
 	"fmt"
 	"net/http"
 	"sync"
@@ -23,7 +24,17 @@ type Providers struct {
 	// Unavailable maps each provider left out to the reason, which names the variable to set
 	// and never a key.
 	Unavailable map[string]string
+	// Invalid names the providers of Unavailable left out for a bad engine variable
+	// (NIKA_<P>_MAX_INFLIGHT, _RPM, _TPM) rather than a missing key, in table order: a mistake
+	// to report at start-up.
+	Invalid []string
 }
+
+// configError is a provider's engine variable that is not valid.
+type configError struct{ err error }
+
+func (e *configError) Error() string { return e.err.Error() }
+func (e *configError) Unwrap() error { return e.err }
 
 func newProviders() *Providers {
 	p := &Providers{Registry: provider.NewRegistry(), Fronts: map[string]*provider.Front{}, Unavailable: map[string]string{}}
@@ -113,7 +124,7 @@ func (p *Providers) add(name string, lookup func(string) (string, bool)) error {
 	}
 	cfg, err := provider.ConfigFromEnv(name, lookup)
 	if err != nil {
-		return err
+		return &configError{err}
 	}
 	a, err := newAdapter(provider.NewHTTPClient(cfg.MaxLimit)) // 0: sized for DefaultMaxLimit, as the Front is
 	if err != nil {
@@ -134,6 +145,10 @@ func AllProviders(lookup func(string) (string, bool)) *Providers {
 	for _, name := range wireNames() {
 		if err := p.add(name, lookup); err != nil {
 			p.Unavailable[name] = err.Error()
+			var ce *configError
+			if errors.As(err, &ce) {
+				p.Invalid = append(p.Invalid, name)
+			}
 		}
 	}
 	return p

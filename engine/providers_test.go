@@ -2,6 +2,7 @@ package engine
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -77,6 +78,9 @@ func TestAllProvidersEngineConfiguration(t *testing.T) {
 	}
 	if _, err := p.Registry.For("vllm/model"); err == nil {
 		t.Error("vllm with NIKA_VLLM_MAX_INFLIGHT=abc is in the registry")
+	}
+	if !slices.Equal(p.Invalid, []string{"vllm"}) {
+		t.Errorf("invalid = %v, want [vllm] (the providers without a key are not invalid)", p.Invalid)
 	}
 	why := p.Unavailable["vllm"]
 	for _, part := range []string{"NIKA_VLLM_MAX_INFLIGHT", `"abc"`, "whole number"} {

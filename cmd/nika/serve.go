@@ -45,7 +45,16 @@ func cmdServe(args []string, stdout, stderr io.Writer) int {
 	return serveWith(args, stdout, stderr, serveEnv{lookup: os.LookupEnv, signals: sigs})
 }
 
-func serveWith(args []string, stdout, stderr io.Writer, env serveEnv) int {
+// serveFlags are what `nika serve` does beyond the server's options: where it listens and how
+// long it lets runs drain.
+type serveFlags struct {
+	addr, traceDir  string
+	shutdownTimeout time.Duration
+}
+
+// serveOptions parses and validates the arguments of `nika serve` and builds the server's
+// options from them and the environment; ok false means exit with code.
+func serveOptions(args []string, stdout, stderr io.Writer, env serveEnv) (opts server.Options, sf serveFlags, code int, ok bool) {
 	fs := newFlagSet("serve")
 	addr := fs.String("addr", "127.0.0.1:8080", "listen on `ADDR` (host:port); a non-loopback address requires --auth-token")
 	token := fs.String("auth-token", "", "require `TOKEN` as a bearer token on every endpoint but /healthz and /readyz (default $NIKA_AUTH_TOKEN)")
@@ -67,11 +76,11 @@ func serveWith(args []string, stdout, stderr io.Writer, env serveEnv) int {
 	taskLabel := fs.Bool("metrics-task-label", false, "label the task metrics with the task id (high-cardinality)")
 	rest, code, ok := parseInterspersed(fs, args, stdout, stderr)
 	if !ok {
-		return code
+		return opts, sf, code, false
 	}
 	if len(rest) != 0 {
 		fmt.Fprint(stderr, "nika serve: takes no file arguments; workflows are submitted over HTTP\n"+usageOf(fs))
-		return exitUsage
+		return opts, sf, exitUsage, false
 	}
 	for _, c := range []struct {
 		name string
@@ -85,15 +94,15 @@ func serveWith(args []string, stdout, stderr io.Writer, env serveEnv) int {
 	} {
 		if c.bad {
 			fmt.Fprintf(stderr, "nika serve: %s\n", c.name)
-			return exitUsage
+			return opts, sf, exitUsage, false
 		}
 	}
 	if err := (engine.Limits{MaxParallelTasks: *maxTasks, MaxParallelTools: *maxTools, MaxProcesses: *maxProcs, MaxExecOutputBytes: *maxOutput}).Check(); err != nil {
 		fmt.Fprintf(stderr, "nika serve: %v\n", err)
-		return exitUsage
+		return opts, sf, exitUsage, false
 	}
 	if code, ok := checkModelFlag("serve", *model, stderr); !ok {
-		return code
+		return opts, sf, code, false
 	}
 	if *token == "" {
 		*token, _ = env.lookup("NIKA_AUTH_TOKEN")
@@ -101,9 +110,9 @@ func serveWith(args []string, stdout, stderr io.Writer, env serveEnv) int {
 	// D35: without a token, only this machine may reach the server.
 	if *token == "" && !server.IsLoopback(*addr) {
 		fmt.Fprintf(stderr, "nika serve: refusing to listen on %s without --auth-token: anyone who can reach it could run workflows; bind a loopback address (127.0.0.1:8080) or set --auth-token (or NIKA_AUTH_TOKEN)\n", *addr)
-		return exitUsage
+		return opts, sf, exitUsage, false
 	}
-	opts := server.Options{
+	opts = server.Options{
 		MaxRuns: *maxRuns, QueueSize: *queue, MaxBodyBytes: *maxBody, KeepRuns: *keepRuns,
 		AuthToken: *token, SecretEnv: secretEnv, Workflows: *workflows, TraceDir: *traceDir, Logger: stderr,
 		Engine: engine.Options{Env: env.lookup, Version: version},
@@ -115,17 +124,17 @@ func serveWith(args []string, stdout, stderr io.Writer, env serveEnv) int {
 		src, err := os.ReadFile(*permitsPath)
 		if err != nil {
 			fmt.Fprintf(stderr, "nika serve: cannot read the permits file: %v\n", err)
-			return exitEnv
+			return opts, sf, exitEnv, false
 		}
 		if opts.Permits, err = server.ParsePermits(src); err != nil {
 			fmt.Fprintf(stderr, "nika serve: %s: %v\n", *permitsPath, err)
-			return exitUsage
+			return opts, sf, exitUsage, false
 		}
 	}
 	limits := engine.Limits{MaxParallelTasks: *maxTasks, MaxParallelTools: *maxTools, MaxProcesses: *maxProcs, MaxExecOutputBytes: *maxOutput}
 	if err := limits.FromEnv(env.lookup); err != nil {
 		fmt.Fprintf(stderr, "nika serve: %v\n", err)
-		return exitEnv
+		return opts, sf, exitEnv, false
 	}
 	opts.Engine.Limits = limits
 	// The engine's MCP registry (D7): each run gets its own client over it. A service must not
@@ -133,7 +142,7 @@ func serveWith(args []string, stdout, stderr io.Writer, env serveEnv) int {
 	opts.Engine.MCP = engine.LoadMCP("", env.lookup)
 	if err := opts.Engine.MCP.Err; err != nil {
 		fmt.Fprintf(stderr, "nika serve: the MCP registry %s cannot be used: %v\n", opts.Engine.MCP.Path, err)
-		return exitEnv
+		return opts, sf, exitEnv, false
 	}
 	opts.Check.Model, opts.Check.MCPServers = *model, opts.Engine.MCP.Names()
 	providers := engine.AllProviders(env.lookup)
@@ -147,12 +156,25 @@ func serveWith(args []string, stdout, stderr io.Writer, env serveEnv) int {
 	}
 	opts.Metrics, opts.Live = m.Handler(), m
 
+	for _, name := range providers.Invalid {
+		// A missing key is normal (most providers are unused); a bad engine variable is a
+		// mistake the operator should hear of now, not at the first submission.
+		fmt.Fprintf(stderr, "nika serve: warning: provider %s is left out: %s\n", name, providers.Unavailable[name])
+	}
+	return opts, serveFlags{addr: *addr, traceDir: *traceDir, shutdownTimeout: *shutdownTimeout}, 0, true
+}
+
+func serveWith(args []string, stdout, stderr io.Writer, env serveEnv) int {
+	opts, sf, code, ok := serveOptions(args, stdout, stderr, env)
+	if !ok {
+		return code
+	}
 	srv, err := server.New(opts)
 	if err != nil {
 		fmt.Fprintf(stderr, "nika serve: %v\n", err)
 		return exitEnv
 	}
-	ln, err := net.Listen("tcp", *addr)
+	ln, err := net.Listen("tcp", sf.addr)
 	if err != nil {
 		fmt.Fprintf(stderr, "nika serve: %v\n", err)
 		return exitEnv
@@ -174,8 +196,8 @@ func serveWith(args []string, stdout, stderr io.Writer, env serveEnv) int {
 	// hear why: /readyz answers 503 and a submission a 503 with a JSON error, rather than
 	// connection refused. The line below is logged once that is so.
 	running, queued := srv.StopAdmitting()
-	fmt.Fprintf(stderr, "nika serve: shutting down: %d running runs may finish within %s, %d queued runs are cancelled; /readyz and new submissions answer 503 meanwhile\n", running, *shutdownTimeout, queued)
-	ctx, cancel := context.WithTimeout(context.Background(), *shutdownTimeout)
+	fmt.Fprintf(stderr, "nika serve: shutting down: %d running runs may finish within %s, %d queued runs are cancelled; /readyz and new submissions answer 503 meanwhile\n", running, sf.shutdownTimeout, queued)
+	ctx, cancel := context.WithTimeout(context.Background(), sf.shutdownTimeout)
 	defer cancel()
 	drained := make(chan error, 1)
 	go func() { drained <- srv.Shutdown(ctx) }()
@@ -199,8 +221,8 @@ func serveWith(args []string, stdout, stderr io.Writer, env serveEnv) int {
 		hs.Close()
 		<-httpDone
 	}
-	if *traceDir != "" {
-		fmt.Fprintf(stderr, "nika serve: traces are in %s\n", *traceDir)
+	if sf.traceDir != "" {
+		fmt.Fprintf(stderr, "nika serve: traces are in %s\n", sf.traceDir)
 	}
 	if serveErr != nil && !errors.Is(serveErr, http.ErrServerClosed) {
 		fmt.Fprintf(stderr, "nika serve: %v\n", serveErr)
