@@ -1,12 +1,3 @@
-// Package agent is the `agent` verb (AGENT.md): a ReAct loop over the run's shared provider
-// registry, offering the tools the task's `tools:` whitelist (and permits.tools, D29) admits,
-// dispatching each turn's calls in parallel (package dispatch) and folding them in request order,
-// with stall detection (package guard) and tool routing (package router).
-//
-// The loop's decisions live in package core, a deterministic state machine; this package arms it
-// (AGENT.md §3: fields, schema, whitelist, the tool universe, the model) and is its local driver
-// (driver.go): it sends the core's requests to the provider, resolves its batches through
-// dispatch, releases its events to the job's emitter and observer, and reports the live stream.
 package agent
 
 import (

@@ -36,8 +36,18 @@ func (l *Loop) Resolved(results []Result) Step {
 		}
 	}
 	l.pending = nil
-	t := l.turn
 	var st Step
+	user, sig, allErrors := l.fold(&st, calls, results)
+	return l.judge(st, user, sig, allErrors)
+}
+
+// fold is phase 2 (§6.3): per call in request order, its own events, then compose_checked or
+// tool_invoked and tool_completed; the router's recency ledger; the tool_result (spilled form) in
+// the pending user message; the observation digest of the next routing query. It returns that
+// message and the guard's input: the turn signature over full contents, and whether every real
+// (non-compose) call failed.
+func (l *Loop) fold(st *Step, calls []Call, results []Result) (provider.Message, guard.Signature, bool) {
+	t := l.turn
 	user := provider.Message{Role: provider.RoleUser}
 	gcalls := make([]guard.Call, len(results))
 	obs := make([]guard.Observation, len(results))
@@ -81,7 +91,15 @@ func (l *Loop) Resolved(results []Result) Step {
 		}
 	}
 	l.digest = router.CutChars(strings.Join(digest, " "), digestMax)
-	v := l.gd.Observe(guard.Sign(gcalls, obs), real > 0 && realErr == real)
+	return user, guard.Sign(gcalls, obs), real > 0 && realErr == real
+}
+
+// judge applies the guard's verdict on the folded turn (§7.3): a nudge is released after the
+// turn's tool events and rides on its user message; a stall fails the run and the message is
+// never sent.
+func (l *Loop) judge(st Step, user provider.Message, sig guard.Signature, allErrors bool) Step {
+	t := l.turn
+	v := l.gd.Observe(sig, allErrors)
 	switch v.Kind {
 	case guard.Nudge:
 		if ev, ok := v.NudgeEvent(t); ok {
