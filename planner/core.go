@@ -2,6 +2,7 @@ package planner
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"time"
 
@@ -312,6 +313,14 @@ func (c *Core) advance() {
 			if tr.phase == phaseWaiting {
 				tr.gate(c)
 				progress = true
+			}
+		}
+		if n := len(c.ready); n > 1 && !c.cancelled { // a wide wave starts at once: one Start slice for it
+			if c.cfg.MaxParallelTasks > 0 {
+				n = min(n, c.cfg.MaxParallelTasks-c.running)
+			}
+			if n > 0 {
+				c.step.Start = slices.Grow(c.step.Start, n)
 			}
 		}
 		for len(c.ready) > 0 && !c.cancelled && (c.cfg.MaxParallelTasks <= 0 || c.running < c.cfg.MaxParallelTasks) {

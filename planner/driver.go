@@ -316,7 +316,9 @@ type verbJob struct {
 	abandoned bool // a second signal (Options.Finally cancelled) abandoned on_finally: this step does not run
 	mu        sync.Mutex
 	emitted   []Emitted
-	res       jobResult
+	// An on_finally step's verb and when its live task_started was reported (jobResult).
+	stepVerb string
+	stepAt   time.Time
 }
 
 func (j *verbJob) emit(kind string, fields map[string]any) {
@@ -328,19 +330,18 @@ func (j *verbJob) emit(kind string, fields map[string]any) {
 func (j *verbJob) run() {
 	d, id, ctx := j.d, j.id, j.ctx
 	defer d.wg.Done()
-	j.res.id = id
-	rep := &j.res.rep
+	var rep Report
 	switch {
 	case id.Kind == JobFinally:
 		evalCtx := ctx
 		if j.abandoned { // the step's `when` and fields still decide whether it counts as run
 			evalCtx = context.WithoutCancel(ctx)
 		}
-		*rep = j.eval.runStep(evalCtx, j.job, j.runStep)
+		rep = j.eval.runStep(evalCtx, j.job, j.runStep)
 	case ctx.Err() != nil:
 		rep.Outcome = workflow.Failed(notStarted(ctx))
 	default:
-		*rep = j.eval.runAttempt(ctx, j.job, j.prepared, j.runVerb)
+		rep = j.eval.runAttempt(ctx, j.job, j.prepared, j.runVerb)
 	}
 	if rep.Outcome.Err != nil && context.Cause(ctx) == errStepTimeout {
 		rep.Outcome = workflow.Failed(spec.NewError("NIKA-TIMEOUT-001", fmt.Sprintf("on_finally step %d of task %q timed out after %s", id.Finally, id.Task, j.timeout),
@@ -349,7 +350,7 @@ func (j *verbJob) run() {
 	j.mu.Lock()
 	rep.Emitted = j.emitted
 	j.mu.Unlock()
-	d.results.put(j.res)
+	d.results.put(jobResult{id: id, rep: rep, verb: j.stepVerb, at: j.stepAt})
 }
 
 func (j *verbJob) runVerb(job workflow.Job) workflow.Outcome { return runVerb(j.ctx, j.verb, job) }
@@ -358,7 +359,7 @@ func (j *verbJob) prepared(with map[string]any) { j.d.prepared(j.id, j.eval, wit
 
 // runStep runs an on_finally step's verb once its `when` let it run.
 func (j *verbJob) runStep(job workflow.Job) workflow.Outcome {
-	j.res.verb, j.res.at = job.Verb, j.d.liveStep(j.id, job.Verb)
+	j.stepVerb, j.stepAt = job.Verb, j.d.liveStep(j.id, job.Verb)
 	if j.abandoned {
 		return workflow.Failed(spec.NewError("NIKA-CANCEL-001", "on_finally was abandoned", nil))
 	}

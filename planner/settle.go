@@ -153,8 +153,7 @@ func (tr *taskRun) record(c *Core, status Status, output any, bindings map[strin
 func (tr *taskRun) runFinally(c *Core) {
 	if tr.finallyIdx < len(tr.t.OnFinally) {
 		step := tr.t.OnFinally[tr.finallyIdx]
-		id := JobID{Task: tr.t.ID, Kind: JobFinally, Iteration: -1, Attempt: 0, Finally: tr.finallyIdx}
-		tr.finallyJob = id
+		id := tr.finallyJob()
 		c.step.Start = append(c.step.Start, Work{ID: id, Job: c.job(tr, step.Verb, 0, -1), Timeout: step.Timeout,
 			Eval: &Eval{Scope: c.scope(tr, scopeFinally, nil), When: step.When, Body: step.Body}})
 		return
@@ -260,8 +259,8 @@ func (tr *taskRun) stream(c *Core) {
 // emitHead releases task_started once.
 func (tr *taskRun) emitHead(c *Core) {
 	if tr.hasHead {
-		c.emit(tr.head)
-		tr.head, tr.hasHead = event.Event{}, false
+		c.emit(tr.event(event.TaskStarted, -1, 0, map[string]any{"verb": tr.t.Verb}))
+		tr.hasHead = false
 	}
 }
 
@@ -297,7 +296,7 @@ func (tr *taskRun) userCancel(c *Core) {
 	switch tr.phase {
 	case phaseWaiting, phaseGating, phaseReady:
 		if tr.phase == phaseGating {
-			c.step.Cancel = append(c.step.Cancel, tr.gateJob)
+			c.step.Cancel = append(c.step.Cancel, tr.gateJob())
 		}
 		tr.skipReason = reasonUser
 		tr.settle(c, StatusCancelled, nil)

@@ -79,12 +79,9 @@ type taskRun struct {
 	recWait []*iterRun
 	relIter int // the iterations below have had their events released (stream)
 
-	head       event.Event   // task_started
 	tail       []event.Event // on_finally logs, then the terminal event
 	terminalEv event.Event
 	finallyIdx int
-	finallyJob JobID
-	gateJob    JobID
 	skipReason endReason
 	cancelCode string
 	counted    bool // dependents were told this task is terminal
@@ -94,7 +91,7 @@ type taskRun struct {
 	dependents []*taskRun
 	solo       iterRun        // the attempt loop of a task without for_each
 	soloIters  [1]*iterRun    // iters of a task without for_each: {&solo}
-	hasHead    bool           // head holds task_started, not released yet
+	hasHead    bool           // task_started is not released yet
 	recovering bool           // in Core.recovering
 	depRecords map[string]any // the dependencies' records, once gated (scope.go)
 	templated  bool           // with or the verb body holds an expression
@@ -144,8 +141,7 @@ func (tr *taskRun) gate(c *Core) {
 		return
 	}
 	tr.phase = phaseGating
-	tr.gateJob = JobID{Task: tr.t.ID, Kind: JobGate, Iteration: -1, Finally: -1}
-	c.step.Start = append(c.step.Start, Work{ID: tr.gateJob, Eval: e})
+	c.step.Start = append(c.step.Start, Work{ID: tr.gateJob(), Eval: e})
 }
 
 // gated takes the gate's report: a gate failure is final (attempt 0, no
@@ -170,6 +166,16 @@ func (tr *taskRun) gated(c *Core, r Report) {
 	}
 }
 
+// gateJob is the task's gate job.
+func (tr *taskRun) gateJob() JobID {
+	return JobID{Task: tr.t.ID, Kind: JobGate, Iteration: -1, Finally: -1}
+}
+
+// finallyJob is the job of the task's current on_finally step.
+func (tr *taskRun) finallyJob() JobID {
+	return JobID{Task: tr.t.ID, Kind: JobFinally, Iteration: -1, Attempt: 0, Finally: tr.finallyIdx}
+}
+
 // ready queues the gated task for a concurrency slot.
 func (tr *taskRun) ready(c *Core) {
 	tr.phase = phaseReady
@@ -181,7 +187,7 @@ func (tr *taskRun) ready(c *Core) {
 func (tr *taskRun) begin(c *Core) {
 	tr.phase = phaseRunning
 	tr.started, tr.startedAt = true, c.now
-	tr.head, tr.hasHead = tr.event(event.TaskStarted, -1, 0, map[string]any{"verb": tr.t.Verb}), true
+	tr.hasHead = true
 	if tr.t.ForEach == nil {
 		it := &tr.solo
 		it.index = -1
@@ -254,7 +260,7 @@ func (tr *taskRun) finished(c *Core, id JobID, r Report) {
 	out, emitted := r.Outcome, r.Emitted
 	switch id.Kind {
 	case JobGate:
-		if tr.phase == phaseGating && id == tr.gateJob {
+		if tr.phase == phaseGating && id == tr.gateJob() {
 			tr.gated(c, r)
 		}
 		return
@@ -264,7 +270,7 @@ func (tr *taskRun) finished(c *Core, id JobID, r Report) {
 		}
 		return
 	case JobFinally:
-		if tr.phase == phaseFinally && id == tr.finallyJob {
+		if tr.phase == phaseFinally && id == tr.finallyJob() {
 			tr.finallyDone(c, id, r)
 		}
 		return
