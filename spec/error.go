@@ -23,6 +23,14 @@ type Error struct {
 // NewError builds an *Error whose category and default transience come from
 // the registry. Codes whose transience depends on the case (INFER-001,
 // FETCH-001, …) start non-transient: set Transient explicitly.
+//
+// Pass a spec.Code… constant. An unregistered code does not panic (a code can
+// also arrive at run time, from a script or a wire): it keeps the code and
+// degrades to a non-transient internal_error. The module's own code never
+// takes that path: TestNoCodeLiterals fails on a code literal outside the
+// registry, on an unregistered code in any literal and on an error built
+// with a literal that is not a code, and TestOneConstantPerRow ties every
+// constant to a registry row.
 func NewError(code, message string, details map[string]any) *Error {
 	e := &Error{Code: code, Message: oneLine(message), Details: details}
 	if c, ok := LookupCode(code); ok {

@@ -414,4 +414,3 @@ func networkBuiltins() []*Builtin {
 		},
 	}
 }
-
