@@ -17,14 +17,6 @@ import (
 	"github.com/nikahq/nika/workflow"
 )
 
-// Codes of this verb.
-const (
-	CodeUnknown = "NIKA-INVOKE-001" // unknown tool, a builtin not in this build, mcp: without a registry
-	CodeArgs    = "NIKA-INVOKE-002" // arguments fail the tool's input schema
-	CodeFailed  = "NIKA-INVOKE-003" // a tool failed without a more specific code
-	CodePermits = "NIKA-SEC-004"    // outside permits.tools
-)
-
 // Verb runs invoke jobs. A Verb holds no state of its own and is safe for concurrent use.
 type Verb struct {
 	// Builtins runs the nika: tools; nil means none are in this build.
@@ -60,7 +52,7 @@ func (v *Verb) Run(ctx context.Context, job workflow.Job) (out workflow.Outcome)
 	}
 	defer func() {
 		if r := recover(); r != nil {
-			out = workflow.Failed(spec.NewError(CodeFailed, fmt.Sprintf("%s panicked: %v", name, r), map[string]any{"tool": name}))
+			out = workflow.Failed(spec.NewError(spec.CodeInvokeFailed, fmt.Sprintf("%s panicked: %v", name, r), map[string]any{"tool": name}))
 		}
 		if job.Live != nil {
 			n := workflow.LiveNote{Kind: "tool_call_finished", Tool: name, Outcome: "ok", IsError: out.Err != nil, Elapsed: time.Since(start)}
@@ -91,11 +83,11 @@ func (v *Verb) call(ctx context.Context, job workflow.Job, name string) workflow
 			args[k] = s
 		}
 	default:
-		return workflow.Failed(spec.NewError(CodeArgs, fmt.Sprintf("the arguments of %s must be an object, not %s", name, fields.KindOf(a)),
+		return workflow.Failed(spec.NewError(spec.CodeInvokeArgs, fmt.Sprintf("the arguments of %s must be an object, not %s", name, fields.KindOf(a)),
 			map[string]any{"tool": name, "violations": []any{map[string]any{"path": "", "message": "args must be an object"}}}))
 	}
 	if job.Permits != nil && !spec.ToolAllowed(job.Permits.Tools, name) {
-		return workflow.Failed(spec.NewError(CodePermits, fmt.Sprintf("`permits.tools` does not admit %s", name),
+		return workflow.Failed(spec.NewError(spec.CodeSecPermits, fmt.Sprintf("`permits.tools` does not admit %s", name),
 			map[string]any{"tool": name, "gate": "tools"}))
 	}
 	if ctx.Err() != nil {
@@ -104,7 +96,7 @@ func (v *Verb) call(ctx context.Context, job workflow.Job, name string) workflow
 	switch {
 	case strings.HasPrefix(name, "nika:"):
 		if v.Builtins == nil {
-			return workflow.Failed(spec.NewError(CodeUnknown, fmt.Sprintf("builtin %s is not in this build", name), map[string]any{"tool": name}))
+			return workflow.Failed(spec.NewError(spec.CodeInvokeUnknown, fmt.Sprintf("builtin %s is not in this build", name), map[string]any{"tool": name}))
 		}
 		emit := job.Emit
 		if emit == nil {
@@ -118,7 +110,7 @@ func (v *Verb) call(ctx context.Context, job workflow.Job, name string) workflow
 		return workflow.Outcome{Output: res}
 	case strings.HasPrefix(name, "mcp:"):
 		if v.Tools == nil {
-			return workflow.Failed(spec.NewError(CodeUnknown, fmt.Sprintf("%s needs an MCP server, and this engine has no MCP registry — create .nika/mcp_servers.json in the run directory (or point NIKA_MCP_CONFIG at one) that registers the server", name),
+			return workflow.Failed(spec.NewError(spec.CodeInvokeUnknown, fmt.Sprintf("%s needs an MCP server, and this engine has no MCP registry — create .nika/mcp_servers.json in the run directory (or point NIKA_MCP_CONFIG at one) that registers the server", name),
 				map[string]any{"tool": name}))
 		}
 		res, err := callMCP(ctx, v.Tools, name, args, job.Live)
@@ -127,7 +119,7 @@ func (v *Verb) call(ctx context.Context, job workflow.Job, name string) workflow
 		}
 		return workflow.Outcome{Output: res}
 	}
-	return workflow.Failed(spec.NewError(CodeUnknown, fmt.Sprintf("unknown tool %q", name), map[string]any{"tool": name}))
+	return workflow.Failed(spec.NewError(spec.CodeInvokeUnknown, fmt.Sprintf("unknown tool %q", name), map[string]any{"tool": name}))
 }
 
 // toError maps a tool's error to the outcome's: a *spec.Error as it is, anything else
@@ -137,7 +129,7 @@ func toError(name string, err error) *spec.Error {
 	if errors.As(err, &se) {
 		return se
 	}
-	return spec.NewError(CodeFailed, fmt.Sprintf("%s failed: %v", name, err), map[string]any{"tool": name}).Wrap(err)
+	return spec.NewError(spec.CodeInvokeFailed, fmt.Sprintf("%s failed: %v", name, err), map[string]any{"tool": name}).Wrap(err)
 }
 
 // taskID is the id of the job's task, "" when the job carries none.
