@@ -99,6 +99,9 @@ type Timer struct {
 //     Retrying lists the retries whose back-off timers these are, for the
 //     live stream (task_retrying now, while the canonical one may wait).
 //
+// A Step's slices belong to the core again once the driver feeds the next
+// input: a driver that keeps them longer copies them.
+//
 // The user's cancellation is fed as Cancel as soon as it is seen, before
 // any report or timer that is ready with it. Once a step is Done the run is
 // over: the driver feeds nothing more, cancels the jobs still running (a
@@ -133,11 +136,12 @@ type Emitted struct {
 
 // Core is the deterministic state machine of one run.
 type Core struct {
-	w    *workflow.Workflow
-	in   Inputs
-	cfg  Config
-	now  time.Time
-	step Step
+	w     *workflow.Workflow
+	in    Inputs
+	cfg   Config
+	now   time.Time
+	step  Step
+	spare Step // the last step's slices, reused by the next
 
 	tasks []*taskRun // declaration order
 	byID  map[string]*taskRun
@@ -289,15 +293,20 @@ func (c *Core) Cancel(now time.Time) Step {
 	return c.end()
 }
 
+// begin starts a step on the slices of the last one (their contents were
+// carried out: Step's slices are valid until the next input).
 func (c *Core) begin(now time.Time) {
 	c.now = now
-	c.step = Step{}
+	b := &c.spare
+	clear(b.Start)
+	clear(b.Events)
+	c.step = Step{Start: b.Start[:0], Cancel: b.Cancel[:0], Timers: b.Timers[:0], Events: b.Events[:0], Retrying: b.Retrying[:0]}
 }
 
 func (c *Core) end() Step {
 	s := c.step
 	s.Done = c.done
-	c.step = Step{}
+	c.spare, c.step = s, Step{}
 	return s
 }
 
@@ -309,7 +318,7 @@ func (c *Core) advance() {
 		progress = false
 		for len(c.toGate) > 0 {
 			tr := c.toGate[0]
-			c.toGate = c.toGate[1:]
+			c.toGate = pop(c.toGate)
 			if tr.phase == phaseWaiting {
 				tr.gate(c)
 				progress = true
@@ -325,7 +334,7 @@ func (c *Core) advance() {
 		}
 		for len(c.ready) > 0 && !c.cancelled && (c.cfg.MaxParallelTasks <= 0 || c.running < c.cfg.MaxParallelTasks) {
 			tr := c.ready[0]
-			c.ready = c.ready[1:]
+			c.ready = pop(c.ready)
 			if tr.phase != phaseReady {
 				continue
 			}
@@ -362,6 +371,15 @@ func (c *Core) advance() {
 	if !c.done && c.release == len(c.order) {
 		c.finishRun()
 	}
+}
+
+// pop drops the head of a queue; the last one leaves the queue's capacity
+// for the next append (a chain queues one task at a time).
+func pop(q []*taskRun) []*taskRun {
+	if len(q) == 1 {
+		return q[:0]
+	}
+	return q[1:]
 }
 
 func (c *Core) recoverReady(tr *taskRun) bool {

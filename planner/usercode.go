@@ -309,15 +309,15 @@ func (b *litBudget) copy(v any, depth int) (any, bool) {
 	if b.nodes < 0 || b.bytes < 0 || depth > canon.MaxDepth {
 		return nil, false
 	}
-	switch x := v.(type) {
+	switch x := v.(type) { // a scalar is returned as it came: no new interface value
 	case nil, bool:
-		return x, true
+		return v, true
 	case int, float64:
 		b.bytes -= 8
-		return x, true
+		return v, true
 	case string:
 		b.bytes -= len(x)
-		return x, b.bytes >= 0
+		return v, b.bytes >= 0
 	case []any:
 		if x == nil {
 			return []any(nil), true
