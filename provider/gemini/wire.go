@@ -189,126 +189,180 @@ func buildRequest(req provider.Request, n *names) (string, []byte, error) {
 	if err != nil {
 		return "", nil, err
 	}
-	_, model, found := strings.Cut(req.Model, "/")
-	if !found {
-		model = req.Model
+	model, err := modelName(req.Model)
+	if err != nil {
+		return "", nil, err
 	}
-	if model == "" || strings.ContainsFunc(model, func(r rune) bool { return r == '/' || r <= ' ' }) {
-		return "", nil, fmt.Errorf("invalid model name in %q", req.Model)
-	}
-	wr := wireRequest{Contents: []wireContent{}}
+	var wr wireRequest
 	if strings.TrimSpace(req.System) != "" {
 		wr.SystemInstruction = &wireContent{Parts: []wirePart{{Text: &req.System}}}
 	}
-	calls := map[string]call{}
-	answers := map[*functionResponse]call{}
-	for i, m := range req.Messages {
-		var role string
-		switch m.Role {
-		case provider.RoleUser:
-			role = "user"
-		case provider.RoleAssistant:
-			role = "model"
-		default:
-			return "", nil, fmt.Errorf("message %d: unsupported role %q", i, m.Role)
+	if wr.Contents, err = encodeContents(req.Messages, n); err != nil {
+		return "", nil, err
+	}
+	if len(req.Tools) > 0 {
+		if wr.Tools, err = encodeTools(req.Tools, n); err != nil {
+			return "", nil, err
 		}
-		turn := len(wr.Contents)
-		if turn > 0 && wr.Contents[turn-1].Role == role {
-			turn-- // consecutive messages of one role form one wire turn
-		}
-		var parts []wirePart
-		ncalls := 0
-		if turn < len(wr.Contents) {
-			for _, p := range wr.Contents[turn].Parts {
-				if p.FunctionCall != nil {
-					ncalls++
-				}
-			}
-		}
-		for j, b := range m.Blocks {
-			pd := readBlockData(b.ProviderData)
-			switch b.Type {
-			case provider.BlockText:
-				if strings.TrimSpace(b.Text) == "" && pd.ThoughtSignature == "" {
-					continue
-				}
-				parts = append(parts, wirePart{Text: &b.Text, ThoughtSignature: pd.ThoughtSignature})
-			case provider.BlockToolUse:
-				if m.Role != provider.RoleAssistant {
-					return "", nil, fmt.Errorf("message %d block %d: tool_use in a user message", i, j)
-				}
-				args := provider.ReplayArgs(b.Input)
-				c := call{name: n.Wire(b.Name), turn: turn, index: ncalls}
-				if !pd.LocalID {
-					c.id = b.ID
-				}
-				ncalls++
-				if b.ID != "" {
-					calls[b.ID] = c
-				}
-				parts = append(parts, wirePart{FunctionCall: &functionCall{ID: c.id, Name: c.name, Args: args},
-					ThoughtSignature: pd.ThoughtSignature})
-			case provider.BlockImage:
-				parts = append(parts, wirePart{InlineData: &inlineData{MimeType: b.MediaType, Data: b.Data}})
-			case provider.BlockToolResult:
-				if m.Role != provider.RoleUser {
-					return "", nil, fmt.Errorf("message %d block %d: tool_result in an assistant message", i, j)
-				}
-				c, ok := calls[b.ToolUseID]
-				if !ok {
-					return "", nil, fmt.Errorf("message %d block %d: tool_result answers unknown tool_use %q", i, j, b.ToolUseID)
-				}
-				key := "output"
-				if b.IsError {
-					key = "error"
-				}
-				fr := &functionResponse{ID: c.id, Name: c.name, Response: map[string]any{key: b.Content}}
-				answers[fr] = c
-				parts = append(parts, wirePart{FunctionResponse: fr})
-			default:
-				return "", nil, fmt.Errorf("message %d block %d: unsupported block type %q", i, j, b.Type)
-			}
-		}
-		if len(parts) == 0 {
-			continue
-		}
-		if turn < len(wr.Contents) {
-			wr.Contents[turn].Parts = append(wr.Contents[turn].Parts, parts...)
-		} else {
-			wr.Contents = append(wr.Contents, wireContent{Role: role, Parts: parts})
+		wr.ToolConfig = toolConfigOf(choice, chosen, n)
+	}
+	wr.GenerationConfig = generationOf(req, model, wantJSON)
+	body, err := json.Marshal(wr)
+	if err != nil {
+		return "", nil, err
+	}
+	return model, body, nil
+}
+
+// modelName is the model of "gemini/<model>" (or of a bare name), as it goes into the URL path.
+func modelName(ref string) (string, error) {
+	_, model, found := strings.Cut(ref, "/")
+	if !found {
+		model = ref
+	}
+	if model == "" || strings.ContainsFunc(model, func(r rune) bool { return r == '/' || r <= ' ' }) {
+		return "", fmt.Errorf("invalid model name in %q", ref)
+	}
+	return model, nil
+}
+
+// transcript accumulates the wire turns of a request's messages.
+type transcript struct {
+	n        *names
+	contents []wireContent
+	calls    map[string]call            // tool_use id → the call it made
+	answers  map[*functionResponse]call // each functionResponse → the call it answers
+}
+
+// encodeContents turns the messages into wire turns (never nil: "contents" is always sent).
+func encodeContents(msgs []provider.Message, n *names) ([]wireContent, error) {
+	t := &transcript{n: n, contents: []wireContent{}, calls: map[string]call{}, answers: map[*functionResponse]call{}}
+	for i, m := range msgs {
+		if err := t.add(i, m); err != nil {
+			return nil, err
 		}
 	}
 	// In each user turn the functionResponse parts go first, in the order of the calls they answer
 	// (WIRES §4.1), then the other parts in transcript order.
-	for k := range wr.Contents {
-		if wr.Contents[k].Role == "user" {
-			wr.Contents[k].Parts = responsesFirst(wr.Contents[k].Parts, answers)
+	for k := range t.contents {
+		if t.contents[k].Role == "user" {
+			t.contents[k].Parts = responsesFirst(t.contents[k].Parts, t.answers)
 		}
 	}
-	if len(req.Tools) > 0 {
-		decls := make([]functionDeclaration, 0, len(req.Tools))
-		for _, t := range req.Tools {
-			schema := bytes.TrimSpace(t.Parameters)
-			if len(schema) == 0 || string(schema) == "null" {
-				schema = []byte(`{"type":"object"}`)
+	return t.contents, nil
+}
+
+// add appends message i, merged into the last turn when that turn has the same role.
+func (t *transcript) add(i int, m provider.Message) error {
+	var role string
+	switch m.Role {
+	case provider.RoleUser:
+		role = "user"
+	case provider.RoleAssistant:
+		role = "model"
+	default:
+		return fmt.Errorf("message %d: unsupported role %q", i, m.Role)
+	}
+	turn := len(t.contents)
+	if turn > 0 && t.contents[turn-1].Role == role {
+		turn-- // consecutive messages of one role form one wire turn
+	}
+	var parts []wirePart
+	ncalls := 0
+	if turn < len(t.contents) {
+		for _, p := range t.contents[turn].Parts {
+			if p.FunctionCall != nil {
+				ncalls++
 			}
-			if !json.Valid(schema) {
-				return "", nil, fmt.Errorf("tool %q: parameters are not valid JSON", t.Name)
-			}
-			decls = append(decls, functionDeclaration{Name: n.Wire(t.Name), Description: t.Description, ParametersJSONSchema: schema})
-		}
-		wr.Tools = []wireTool{{FunctionDeclarations: decls}}
-		switch choice {
-		case provider.ChoiceAuto:
-			wr.ToolConfig = &toolConfig{functionCallingConfig{Mode: "AUTO"}}
-		case provider.ChoiceNone:
-			wr.ToolConfig = &toolConfig{functionCallingConfig{Mode: "NONE"}}
-		case provider.ChoiceRequired:
-			wr.ToolConfig = &toolConfig{functionCallingConfig{Mode: "ANY"}}
-		case provider.ChoiceTool:
-			wr.ToolConfig = &toolConfig{functionCallingConfig{Mode: "ANY", AllowedFunctionNames: []string{n.Wire(chosen)}}}
 		}
 	}
+	for j, b := range m.Blocks {
+		pd := readBlockData(b.ProviderData)
+		switch b.Type {
+		case provider.BlockText:
+			if strings.TrimSpace(b.Text) == "" && pd.ThoughtSignature == "" {
+				continue
+			}
+			parts = append(parts, wirePart{Text: &b.Text, ThoughtSignature: pd.ThoughtSignature})
+		case provider.BlockToolUse:
+			if m.Role != provider.RoleAssistant {
+				return fmt.Errorf("message %d block %d: tool_use in a user message", i, j)
+			}
+			args := provider.ReplayArgs(b.Input)
+			c := call{name: t.n.Wire(b.Name), turn: turn, index: ncalls}
+			if !pd.LocalID {
+				c.id = b.ID
+			}
+			ncalls++
+			if b.ID != "" {
+				t.calls[b.ID] = c
+			}
+			parts = append(parts, wirePart{FunctionCall: &functionCall{ID: c.id, Name: c.name, Args: args},
+				ThoughtSignature: pd.ThoughtSignature})
+		case provider.BlockImage:
+			parts = append(parts, wirePart{InlineData: &inlineData{MimeType: b.MediaType, Data: b.Data}})
+		case provider.BlockToolResult:
+			if m.Role != provider.RoleUser {
+				return fmt.Errorf("message %d block %d: tool_result in an assistant message", i, j)
+			}
+			c, ok := t.calls[b.ToolUseID]
+			if !ok {
+				return fmt.Errorf("message %d block %d: tool_result answers unknown tool_use %q", i, j, b.ToolUseID)
+			}
+			key := "output"
+			if b.IsError {
+				key = "error"
+			}
+			fr := &functionResponse{ID: c.id, Name: c.name, Response: map[string]any{key: b.Content}}
+			t.answers[fr] = c
+			parts = append(parts, wirePart{FunctionResponse: fr})
+		default:
+			return fmt.Errorf("message %d block %d: unsupported block type %q", i, j, b.Type)
+		}
+	}
+	switch {
+	case len(parts) == 0:
+	case turn < len(t.contents):
+		t.contents[turn].Parts = append(t.contents[turn].Parts, parts...)
+	default:
+		t.contents = append(t.contents, wireContent{Role: role, Parts: parts})
+	}
+	return nil
+}
+
+// encodeTools declares the offered tools; parameters that are empty or null become an empty object schema.
+func encodeTools(tools []provider.ToolDef, n *names) ([]wireTool, error) {
+	decls := make([]functionDeclaration, 0, len(tools))
+	for _, t := range tools {
+		schema := bytes.TrimSpace(t.Parameters)
+		if len(schema) == 0 || string(schema) == "null" {
+			schema = []byte(`{"type":"object"}`)
+		}
+		if !json.Valid(schema) {
+			return nil, fmt.Errorf("tool %q: parameters are not valid JSON", t.Name)
+		}
+		decls = append(decls, functionDeclaration{Name: n.Wire(t.Name), Description: t.Description, ParametersJSONSchema: schema})
+	}
+	return []wireTool{{FunctionDeclarations: decls}}, nil
+}
+
+// toolConfigOf maps a provider.ParseToolChoice mode to functionCallingConfig; the default sends none.
+func toolConfigOf(choice, chosen string, n *names) *toolConfig {
+	switch choice {
+	case provider.ChoiceAuto:
+		return &toolConfig{functionCallingConfig{Mode: "AUTO"}}
+	case provider.ChoiceNone:
+		return &toolConfig{functionCallingConfig{Mode: "NONE"}}
+	case provider.ChoiceRequired:
+		return &toolConfig{functionCallingConfig{Mode: "ANY"}}
+	case provider.ChoiceTool:
+		return &toolConfig{functionCallingConfig{Mode: "ANY", AllowedFunctionNames: []string{n.Wire(chosen)}}}
+	}
+	return nil
+}
+
+// generationOf is the request's generationConfig, or nil when it would be empty.
+func generationOf(req provider.Request, model string, wantJSON bool) *generationConfig {
 	gc := generationConfig{Temperature: req.Temperature}
 	if req.MaxTokens > 0 {
 		gc.MaxOutputTokens = req.MaxTokens
@@ -321,14 +375,10 @@ func buildRequest(req provider.Request, n *names) (string, []byte, error) {
 	if req.Thinking != nil && req.Thinking.BudgetTokens > 0 && thinks(model) {
 		gc.ThinkingConfig = &thinkingConfig{ThinkingBudget: req.Thinking.BudgetTokens}
 	}
-	if gc.Temperature != nil || gc.MaxOutputTokens != 0 || gc.ResponseMimeType != "" || gc.ThinkingConfig != nil {
-		wr.GenerationConfig = &gc
+	if gc.Temperature == nil && gc.MaxOutputTokens == 0 && gc.ResponseMimeType == "" && gc.ThinkingConfig == nil {
+		return nil
 	}
-	body, err := json.Marshal(wr)
-	if err != nil {
-		return "", nil, err
-	}
-	return model, body, nil
+	return &gc
 }
 
 // responsesFirst orders a user turn: functionResponse parts first, sorted (stably) by the wire turn
