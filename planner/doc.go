@@ -59,11 +59,14 @@
 //     for_each has only the rest to write.
 //   - A user cancellation that arrives while the driver is still starting
 //     the jobs of one step (a wide for_each starts every iteration in one)
-//     stops it there: the attempts and recovers not started yet never start
-//     (the core ends them cancelled and wants no report; they have no
-//     task_started on the live stream), and a job whose context is done
+//     stops it there: the attempts, recovers and gates not started yet
+//     never start (the core ends them cancelled and wants no report; they
+//     have no task_started on the live stream), and a job whose context is done
 //     before its goroutine begins reports NIKA-CANCEL-001 without
 //     evaluating its user code or calling its verb. on_finally steps start
 //     as always.
+//   - The core is tested as a core by the scripts of testdata/*.txt
+//     (script_test.go): inputs in, every Step printed, no goroutine and no
+//     clock.
 //   - The engine benchmarks and figures are in BENCHMARKS.md.
 package planner

@@ -53,11 +53,12 @@ import (
 
 // Eval is the user code of a job (see above).
 type Eval struct {
-	// Scope is what `with` (an attempt) or the recover value sees; an
-	// attempt's verb fields see it plus the evaluated `with`.
+	// Scope is what the job's expressions see: an attempt's `with`, a
+	// recover value, a gate, an on_finally step, the outputs; an attempt's
+	// verb fields see it plus the evaluated `with`.
 	Scope    workflow.Scope
 	With     []spec.NamedValue  // an attempt's `with`, evaluated first (§3.5)
-	Body     spec.Value         // an attempt's verb fields
+	Body     spec.Value         // an attempt's or an on_finally step's verb fields
 	Recover  spec.Value         // a recover job's value (JobRecover)
 	Bindings []*spec.Binding    // run over the verb's output, or over the recover value
 	When     spec.Value         // a gate's or an on_finally step's `when`; nil: none
