@@ -1,8 +1,10 @@
 package spec
 
 import (
+	"reflect"
 	"strings"
 	"testing"
+	"testing/fstest"
 	"unicode/utf8"
 )
 
@@ -45,7 +47,8 @@ func TestExplainEveryCode(t *testing.T) {
 
 // Every explanation belongs to an allocated code: no text for a code the registry does not know.
 func TestExplainOnlyAllocatedCodes(t *testing.T) {
-	for id := range explanations {
+	es, _ := explanations()
+	for id := range es {
 		if _, ok := LookupCode(id); !ok {
 			t.Errorf("explanation for unallocated code %s", id)
 		}
@@ -112,4 +115,47 @@ func TestExplainWrapKeepsCodeSpans(t *testing.T) {
 func explainFirstLine(s string) string {
 	l, _, _ := strings.Cut(s, "\n")
 	return l
+}
+
+// The embedded Markdown files read without an error: every section has a header, a body, at
+// most one closed example and a last `Fix:` paragraph, and no code is explained twice.
+func TestExplainFiles(t *testing.T) {
+	es, err := explanations()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(es) != len(Codes()) {
+		t.Errorf("%d explanations for %d codes", len(es), len(Codes()))
+	}
+}
+
+func TestExplainFileFormat(t *testing.T) {
+	fsys := fstest.MapFS{
+		"explain/A.md": {Data: []byte("# Title\n\nIntro, not read.\n\n" +
+			"## NIKA-A-001 — first `one`\n\nOne line\nwrapped.\n\nAmong them:\n* a bullet\n  continued;\n* another.\n\n" +
+			"```yaml\n  - id: x   \n\n    y: 1\n```\n\nFix: Do\nthis.\n" +
+			"## NIKA-A-002 — runtime only\n\nNo example, no fix.\n")},
+		"explain/B.md": {Data: []byte("## NIKA-A-001 — again\n\nx\n\n## bad header\n\nx\n\n" +
+			"## NIKA-B-001 — t\n\nFix: a\n\nafter the fix\n\n## NIKA-B-002 — t\n\n```yaml\nunclosed\n")},
+	}
+	got, err := parseExplanations(fsys)
+	want := map[string]explanation{
+		"NIKA-A-001": {title: "first `one`", body: "One line wrapped.\n\nAmong them:\n* a bullet continued;\n* another.",
+			example: "  - id: x   \n\n    y: 1", fix: "Do this."}, // verbatim: the rendering trims,
+		"NIKA-A-002": {title: "runtime only", body: "No example, no fix."},
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("got %#v\nwant %#v", got, want)
+	}
+	for _, s := range []string{
+		"explain/B.md:1: NIKA-A-001 is explained twice",
+		"explain/B.md:5: a section header is `## NIKA-… — title`",
+		"explain/B.md:13: NIKA-B-001: text after the `Fix:` paragraph",
+		"explain/B.md:9: NIKA-B-001 has no text",
+		"explain/B.md:17: NIKA-B-002: the example's fence is not closed",
+	} {
+		if err == nil || !strings.Contains(err.Error(), s) {
+			t.Errorf("error %v\nlacks %q", err, s)
+		}
+	}
 }
