@@ -52,12 +52,11 @@ func newDriver(ctx context.Context, w *workflow.Workflow, in Inputs, opts Option
 		workflow: w.Name,
 		base:     ctx,
 		results:  newInbox(),
-		timers:   make(chan Timer),
-		stop:     make(chan struct{}),
 		running:  map[JobID]runningJob{},
 		asks:     make(chan inspectReq),
 	}
 	d.inspect = d.inspector()
+	d.arm = d.afterDelay
 	if d.opts.Clock == nil {
 		d.opts.Clock = time.Now
 	}
@@ -65,8 +64,10 @@ func newDriver(ctx context.Context, w *workflow.Workflow, in Inputs, opts Option
 }
 
 // jobResult is a job's report, or (prepared) the `with` its attempt
-// evaluated, which the core keeps for the recover before the job ends.
+// evaluated, which the core keeps for the recover before the job ends, or a
+// timer that fired: one queue, taken in the order they came.
 type jobResult struct {
+	timer    *Timer // a timer that fired, and no report
 	id       JobID
 	rep      Report
 	prepared bool
@@ -88,21 +89,22 @@ type driver struct {
 	workflow string // the workflow's name, on every live event
 	base     context.Context
 	results  *inbox
-	timers   chan Timer
-	stop     chan struct{} // closed when Run returns: pending timers give up
-	running  map[JobID]runningJob
-	asks     chan inspectReq                            // nika:inspect questions, answered by the loop
-	inspect  func(context.Context, string) (any, error) // every job's Job.Inspect (one closure for the run)
-	armed    []*time.Timer
-	jobs     map[JobID]liveJob // running jobs as the live stream saw them start; nil without Options.Live
-	wg       sync.WaitGroup
-	swept    bool // every running job was cancelled once the run was done
-	cancels  int  // calls of a job's cancel function (foreach_test.go counts them)
+	// arm arms one timer of a step: once its delay has passed, it puts the
+	// timer in the inbox, after the reports that came before it (tests arm
+	// their own, fired at a rendezvous).
+	arm     func(Timer)
+	running map[JobID]runningJob
+	asks    chan inspectReq                            // nika:inspect questions, answered by the loop
+	inspect func(context.Context, string) (any, error) // every job's Job.Inspect (one closure for the run)
+	armed   []*time.Timer
+	jobs    map[JobID]liveJob // running jobs as the live stream saw them start; nil without Options.Live
+	wg      sync.WaitGroup
+	swept   bool // every running job was cancelled once the run was done
+	cancels int  // calls of a job's cancel function (foreach_test.go counts them)
 }
 
 func (d *driver) run() Result {
 	defer func() {
-		close(d.stop)
 		for _, t := range d.armed {
 			t.Stop()
 		}
@@ -144,6 +146,15 @@ func (d *driver) run() Result {
 				step = Step{Done: step.Done} // nothing new to carry out
 				continue
 			}
+			if r.timer != nil {
+				if step.Done {
+					step = Step{Done: true}
+					continue
+				}
+				step = d.core.TimerFired(*r.timer, d.opts.Clock())
+				d.liveTimedOut(*r.timer, step)
+				continue
+			}
 			if r.prepared {
 				if !step.Done {
 					step = d.core.Prepared(r.id, r.rep.With, d.opts.Clock())
@@ -163,13 +174,6 @@ func (d *driver) run() Result {
 		case q := <-d.asks:
 			q.reply <- d.answer(q.view)
 			step = Step{Done: step.Done} // nothing new to carry out
-		case t := <-d.timers:
-			if step.Done {
-				step = Step{Done: true}
-				continue
-			}
-			step = d.core.TimerFired(t, d.opts.Clock())
-			d.liveTimedOut(t, step)
 		case <-userDone:
 			userDone = nil
 			step = d.userCancelled(step)
@@ -230,14 +234,15 @@ func (d *driver) carryOut(s Step) {
 		}
 	}
 	for _, t := range s.Timers {
-		t := t
-		d.armed = append(d.armed, time.AfterFunc(t.Delay, func() {
-			select {
-			case d.timers <- t:
-			case <-d.stop:
-			}
-		}))
+		d.arm(t)
 	}
+}
+
+// afterDelay arms a timer on the clock: Run stops the ones still armed
+// when it returns; one that fires after that leaves its timer in an inbox
+// nobody reads.
+func (d *driver) afterDelay(t Timer) {
+	d.armed = append(d.armed, time.AfterFunc(t.Delay, func() { d.results.put(jobResult{timer: &t}) }))
 }
 
 // cancel cancels a running job (none if it is not running).

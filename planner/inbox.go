@@ -2,8 +2,8 @@ package planner
 
 import "sync"
 
-// inbox holds the jobs' reports in the order they were put until the driver
-// loop takes them. A job's goroutine hands its report over and ends without
+// inbox holds the jobs' reports and the timers that fired, in the order they
+// were put, until the driver loop takes them. A job's goroutine hands its report over and ends without
 // waiting for the loop: a wide for_each whose jobs finish faster than the
 // loop takes their reports would otherwise keep every finished goroutine,
 // and its stack, alive until then. One goroutine's reports (a prepared
@@ -27,9 +27,9 @@ func (b *inbox) put(r jobResult) {
 	}
 }
 
-// take returns the oldest report, and leaves a token in ready while more
-// wait (one report per token, so that timers, questions and the user's
-// cancellation are taken between reports).
+// take returns the oldest report (or fired timer), and leaves a token in
+// ready while more wait (one per token, so that questions and the user's
+// cancellation are taken between them).
 func (b *inbox) take() (jobResult, bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()

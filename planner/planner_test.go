@@ -35,6 +35,7 @@ type script struct {
 	signals map[string]chan struct{}
 	jitter  bool               // randomize latency (determinism tests)
 	cancel  context.CancelFunc // ["cancel"]: cancel the run, then block
+	timers  *manualTimers      // ["deadline"]: fire the job's deadline timer, then block
 }
 
 func newScript() *script { return &script{signals: map[string]chan struct{}{}} }
@@ -85,6 +86,10 @@ func (s *script) Run(ctx context.Context, job workflow.Job) workflow.Outcome {
 		s.cancel()
 		<-ctx.Done()
 		return workflow.Failed(spec.NewError("NIKA-CANCEL-001", "cancelled", nil))
+	case "deadline":
+		s.timers.fire(job.Task.ID, job.Iteration, TimerDeadline)
+		<-ctx.Done()
+		return workflow.Failed(spec.NewError("NIKA-CANCEL-001", "cancelled", nil))
 	case "block":
 		<-ctx.Done()
 		return workflow.Failed(spec.NewError("NIKA-CANCEL-001", "cancelled", nil))
@@ -108,6 +113,48 @@ func (s *script) Run(ctx context.Context, job workflow.Job) workflow.Outcome {
 		return workflow.Outcome{Output: arg(1)}
 	}
 	return workflow.Failed(spec.NewError("NIKA-EXEC-002", "unknown script "+arg(0), nil))
+}
+
+// manualTimers arms a driver's timers on no clock: a test fires one when it
+// wants (a rendezvous), through the driver's inbox like a real one, so that
+// it comes after every report put before it.
+type manualTimers struct {
+	d     *driver
+	mu    sync.Mutex
+	cond  *sync.Cond
+	armed []Timer
+}
+
+// useManualTimers makes d's timers manual.
+func useManualTimers(d *driver) *manualTimers {
+	m := &manualTimers{d: d}
+	m.cond = sync.NewCond(&m.mu)
+	d.arm = m.arm
+	return m
+}
+
+func (m *manualTimers) arm(t Timer) {
+	m.mu.Lock()
+	m.armed = append(m.armed, t)
+	m.mu.Unlock()
+	m.cond.Broadcast()
+}
+
+// fire fires the armed timer of that task, iteration and kind, once the
+// driver armed it (a job may run before its step's timers are armed).
+func (m *manualTimers) fire(task string, iteration int, kind TimerKind) {
+	m.mu.Lock()
+	for {
+		for i, t := range m.armed {
+			if t.Task == task && t.Iteration == iteration && t.Kind == kind {
+				m.armed = append(m.armed[:i], m.armed[i+1:]...)
+				m.mu.Unlock()
+				m.d.results.put(jobResult{timer: &t})
+				return
+			}
+		}
+		m.cond.Wait()
+	}
 }
 
 type run struct {

@@ -120,14 +120,15 @@ func rendezvous(s *script, name string, e event.Live) {
 }
 
 // runGuarded runs a workflow with a generous deadline as a hang guard (the
-// bug this file tests froze the run for minutes).
+// bug this file tests froze the run for minutes). Its timers are manual
+// (s.timers): a test fires them.
 func runGuarded(t *testing.T, ctx context.Context, src string, s *script, live *liveLog) Result {
 	t.Helper()
 	w := compile(t, src)
 	done := make(chan Result, 1)
-	go func() {
-		done <- Run(ctx, w, Inputs{}, Options{Verbs: map[string]Verb{"exec": heavyScript{s}}, Live: live})
-	}()
+	d := newDriver(ctx, w, Inputs{}, Options{Verbs: map[string]Verb{"exec": heavyScript{s}}, Live: live})
+	s.timers = useManualTimers(d)
+	go func() { done <- d.run() }()
 	select {
 	case res := <-done:
 		return res
@@ -160,7 +161,8 @@ func indexOf(list []string, s string) int {
 // binding, `with` or verb field ends the attempt with NIKA-TIMEOUT-001, and
 // `other`, whose verb returns only once the expensive part runs, completes
 // meanwhile: its job finishes before the timed-out one, which can end only
-// once the deadline cancelled it.
+// once the deadline cancelled it. The deadline fires (manual timers) once
+// other is finished: slow's expensive part is still running then.
 func TestTimeoutCoversExpensiveUserCode(t *testing.T) {
 	for _, pos := range expensivePositions {
 		if pos.recover {
@@ -168,7 +170,12 @@ func TestTimeoutCoversExpensiveUserCode(t *testing.T) {
 		}
 		t.Run(pos.name, func(t *testing.T) {
 			s := newScript()
-			live := &liveLog{hook: func(e event.Live) { rendezvous(s, pos.rendezvous, e) }}
+			live := &liveLog{hook: func(e event.Live) {
+				rendezvous(s, pos.rendezvous, e)
+				if e.Kind == event.LiveTaskFinished && e.Task == "other" {
+					s.timers.fire("slow", -1, TimerDeadline)
+				}
+			}}
 			src := header + "tasks:\n" + strings.ReplaceAll(pos.task, "{timeout}", `    timeout: "1s"`+"\n") + `  - id: other
     exec: { command: ["wait", "` + pos.rendezvous + `"] }
 `
@@ -229,19 +236,20 @@ func TestCancelStopsExpensiveUserCode(t *testing.T) {
 }
 
 // TestRecoverSeesWithAfterTimeout: a recover reads the `with` its attempt
-// evaluated, although the timeout ended the attempt before it reported.
+// evaluated, although the timeout ended the attempt before it reported: the
+// verb fires its own deadline once it runs, after its `with` was prepared.
 func TestRecoverSeesWithAfterTimeout(t *testing.T) {
 	src := header + `tasks:
   - id: t
-    timeout: "200ms"
+    timeout: "1h"
     with: { fb: "${{ 'from-' + 'with' }}" }
-    exec: { command: ["block"] }
+    exec: { command: ["deadline"] }
     on_error: { recover: "${{ with.fb }}" }
   - id: each
     for_each: [a, b]
-    timeout: "200ms"
+    timeout: "1h"
     with: { fb: "${{ item }}" }
-    exec: { command: ["block"] }
+    exec: { command: ["deadline"] }
     on_error: { recover: "${{ with.fb + string(index) }}" }
 `
 	res := runGuarded(t, context.Background(), src, newScript(), &liveLog{})
