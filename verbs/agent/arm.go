@@ -27,7 +27,7 @@ type run struct {
 	loop   *core.Loop
 	byName map[string]provider.ToolDef // the universe by name: lookups only
 	obs    Observer                    // nil = none; this run's only
-	turn   int                         // the core's current turn, for live notes
+	turn   int                         // the turn of the core's last request, for live notes
 }
 
 // arm is AGENT.md §3: parameters, schema, whitelist, universe, model, budgets, then the core,

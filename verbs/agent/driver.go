@@ -24,7 +24,8 @@ import (
 
 // drive is the local driver of the core (package core's protocol): it releases each step's
 // events, then carries out its action (a provider call, a batch resolved through dispatch, the
-// next turn unless ctx is done) and reports the outcome back, until the core finishes.
+// next turn unless ctx is done) and reports the outcome back, until the core finishes. It reads
+// only what the steps carry.
 func (r *run) drive(ctx context.Context) *core.Finish {
 	st := r.loop.Start()
 	for {
@@ -38,8 +39,8 @@ func (r *run) drive(ctx context.Context) *core.Finish {
 				continue
 			}
 			st = r.loop.Next()
-			r.turn = r.loop.Turn()
 		case st.Request != nil:
+			r.turn = st.Request.Turn
 			st = r.loop.Replied(r.ask(ctx, st.Request.Request))
 		case st.Batch != nil:
 			results, cancelled := r.resolve(ctx, st.Batch)

@@ -216,9 +216,6 @@ func (l *Loop) Cancel(err *spec.Error) Step {
 	return l.finish(Step{}, nil, err)
 }
 
-// Turn returns the turns started so far.
-func (l *Loop) Turn() int { return l.turn }
-
 // finish ends the run; a success releases finished{turns, total_tokens}.
 func (l *Loop) finish(st Step, out any, err *spec.Error) Step {
 	l.ph = phaseDone
