@@ -19,11 +19,11 @@ import (
 
 // Codes used by this package.
 const (
-	codeUnknown   = "NIKA-INVOKE-001"
-	codeArgs      = "NIKA-INVOKE-002"
-	codeFailed    = "NIKA-INVOKE-003"
-	codePermits   = "NIKA-SEC-004"
-	codeCancelled = "NIKA-CANCEL-001"
+	codeUnknown   = spec.CodeInvokeUnknown
+	codeArgs      = spec.CodeInvokeArgs
+	codeFailed    = spec.CodeInvokeFailed
+	codePermits   = spec.CodeSecPermits
+	codeCancelled = spec.CodeCancel
 )
 
 // Call is one builtin invocation with resolved arguments.

@@ -33,8 +33,8 @@ import (
 // \n line ends. Bytes are written as their standard base64 text everywhere.
 
 const (
-	codeConvertParse = "NIKA-BUILTIN-CONVERT-001"
-	codeConvertRepr  = "NIKA-BUILTIN-CONVERT-002"
+	codeConvertParse = spec.CodeBuiltinConvertParse
+	codeConvertRepr  = spec.CodeBuiltinConvertRepr
 )
 
 func runConvert(_ context.Context, in *invocation) (any, error) {

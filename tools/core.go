@@ -3,13 +3,15 @@ package tools
 import (
 	"context"
 	"time"
+
+	"github.com/nikahq/nika/spec"
 )
 
 // Core builtins (LANGUAGE.md §7.2): log, emit, assert, wait.
 
 const (
-	codeAssert = "NIKA-BUILTIN-ASSERT-001"
-	codeWait   = "NIKA-BUILTIN-WAIT-001"
+	codeAssert = spec.CodeBuiltinAssert
+	codeWait   = spec.CodeBuiltinWait
 )
 
 // runLog emits one "log" event {level, message, data?}; the event sink masks it and writes the

@@ -24,10 +24,10 @@ import (
 // their own.
 
 const (
-	codeJQCompile     = "NIKA-BUILTIN-JQ-001"
-	codeJQRun         = "NIKA-BUILTIN-JQ-002"
-	codeValidateSch   = "NIKA-BUILTIN-VALIDATE-001"
-	codeValidateParse = "NIKA-BUILTIN-VALIDATE-002"
+	codeJQCompile     = spec.CodeBuiltinJQCompile
+	codeJQRun         = spec.CodeBuiltinJQRun
+	codeValidateSch   = spec.CodeBuiltinValidateSchema
+	codeValidateParse = spec.CodeBuiltinValidateData
 )
 
 // runJQ runs a pure jq program (spec/jq: D15) and returns its single value.

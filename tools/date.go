@@ -18,7 +18,7 @@ import (
 // names or strftime patterns (catalog.CheckDateFormat), so the static check and the runtime
 // agree.
 
-const codeDate = "NIKA-BUILTIN-DATE-001"
+const codeDate = spec.CodeBuiltinDate
 
 // stampLayout is the output form of every timestamp, and of format `rfc3339`.
 const stampLayout = "2006-01-02T15:04:05.000Z07:00"

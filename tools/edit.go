@@ -13,9 +13,9 @@ import (
 // nika:edit (LANGUAGE.md §7.3): a literal find/replace in one file, written atomically.
 
 const (
-	codeEditNotFound = "NIKA-BUILTIN-EDIT-001"
-	codeEditCount    = "NIKA-BUILTIN-EDIT-002"
-	codeEditFile     = "NIKA-BUILTIN-EDIT-003"
+	codeEditNotFound = spec.CodeBuiltinEditNotFound
+	codeEditCount    = spec.CodeBuiltinEditCount
+	codeEditFile     = spec.CodeBuiltinEditFile
 )
 
 // runEdit replaces the literal text `find` with `replace`. With `count` n ≥ 1 (default 1) the

@@ -53,9 +53,9 @@ import (
 //     boundary (at most 1024 bytes of UTF-8).
 
 const (
-	codeFetchStatus    = "NIKA-BUILTIN-FETCH-001"
-	codeFetchTransport = "NIKA-BUILTIN-FETCH-002"
-	codeFetchBody      = "NIKA-BUILTIN-FETCH-003"
+	codeFetchStatus    = spec.CodeBuiltinFetchStatus
+	codeFetchTransport = spec.CodeBuiltinFetchTransport
+	codeFetchBody      = spec.CodeBuiltinFetchBody
 
 	fetchDefaultTimeout  = 30 * time.Second
 	fetchDefaultMaxBytes = 10 << 20

@@ -22,11 +22,11 @@ import (
 // permits the resolved subject is checked against permits.fs (tools/fsgate).
 
 const (
-	codeReadFile     = "NIKA-BUILTIN-READ-001"
-	codeReadEncoding = "NIKA-BUILTIN-READ-002"
-	codeWriteExists  = "NIKA-BUILTIN-WRITE-001"
-	codeWriteParent  = "NIKA-BUILTIN-WRITE-002"
-	codeWriteIO      = "NIKA-BUILTIN-WRITE-003"
+	codeReadFile     = spec.CodeBuiltinReadFile
+	codeReadEncoding = spec.CodeBuiltinReadEncoding
+	codeWriteExists  = spec.CodeBuiltinWriteExists
+	codeWriteParent  = spec.CodeBuiltinWriteParent
+	codeWriteIO      = spec.CodeBuiltinWriteIO
 )
 
 var utf8BOM = []byte{0xEF, 0xBB, 0xBF}

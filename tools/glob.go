@@ -28,7 +28,7 @@ import (
 //     `fs.read: ["src/**"]` lists src's Go files, while `/etc/*` is refused. Directories no
 //     glob can reach are not entered.
 
-const codeGlob = "NIKA-BUILTIN-GLOB-001"
+const codeGlob = spec.CodeBuiltinGlob
 
 // runGlob lists the regular files matching `pattern` and none of `exclude`, byte-sorted.
 func runGlob(ctx context.Context, in *invocation) (any, error) {

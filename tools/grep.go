@@ -44,8 +44,8 @@ import (
 //     directly that cannot be read is NIKA-INVOKE-003.
 
 const (
-	codeGrepRegexp = "NIKA-BUILTIN-GREP-001"
-	codeGrepPath   = "NIKA-BUILTIN-GREP-002"
+	codeGrepRegexp = spec.CodeBuiltinGrepRegexp
+	codeGrepPath   = spec.CodeBuiltinGrepPath
 
 	grepMaxLine    = 1 << 20 // the longest line matched and reported whole
 	grepBinaryScan = 8 << 10 // the prefix searched for a NUL byte

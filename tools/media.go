@@ -33,7 +33,7 @@ import (
 // memory and sent base64-encoded with every request of the task.
 const MaxImageBytes = 20 << 20
 
-const codeVarRuntime = "NIKA-VAR-006"
+const codeVarRuntime = spec.CodeVarRuntime
 
 // Image media types a vision input may have.
 var imageTypes = map[string]bool{"image/png": true, "image/jpeg": true, "image/gif": true, "image/webp": true}

@@ -30,7 +30,7 @@ import (
 //     {url} for a transport failure.
 
 const (
-	codeNotify    = "NIKA-BUILTIN-NOTIFY-001"
+	codeNotify    = spec.CodeBuiltinNotify
 	notifyTimeout = 10 * time.Second
 	// notifyDrain bounds what is read of a webhook's answer: only its excerpt matters.
 	notifyDrain = 64 << 10

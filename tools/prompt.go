@@ -41,7 +41,7 @@ import (
 //     job, as for any text a task chooses to show.
 
 const (
-	codePrompt     = "NIKA-BUILTIN-PROMPT-001"
+	codePrompt     = spec.CodeBuiltinPrompt
 	promptAttempts = 3
 )
 

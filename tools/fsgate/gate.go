@@ -18,7 +18,7 @@ const (
 	Write = "fs.write"
 )
 
-const codePermits = "NIKA-SEC-004"
+const codePermits = spec.CodeSecPermits
 
 // Abs makes a user path absolute and clean: `~` and `~/…` are under the home directory, other
 // relative paths under runDir ("" is the process's working directory).

@@ -16,12 +16,12 @@ import (
 
 // Codes used by this package.
 const (
-	CodeUnknown     = "NIKA-INVOKE-001" // unregistered server, unlisted tool
-	CodeArgs        = "NIKA-INVOKE-002" // arguments fail the tool's input schema
-	CodeFailed      = "NIKA-INVOKE-003" // an output with no JSON form
-	CodeUnavailable = "NIKA-MCP-001"    // not configured, cannot start, crashed, connection lost
-	CodeToolError   = "NIKA-MCP-002"    // an isError result (or a JSON-RPC error answer)
-	codeCancelled   = "NIKA-CANCEL-001"
+	CodeUnknown     = spec.CodeInvokeUnknown  // unregistered server, unlisted tool
+	CodeArgs        = spec.CodeInvokeArgs     // arguments fail the tool's input schema
+	CodeFailed      = spec.CodeInvokeFailed   // an output with no JSON form
+	CodeUnavailable = spec.CodeMCPUnavailable // not configured, cannot start, crashed, connection lost
+	CodeToolError   = spec.CodeMCPToolError   // an isError result (or a JSON-RPC error answer)
+	codeCancelled   = spec.CodeCancel
 )
 
 // DefaultGrace is how long Close lets a server exit after closing its stdin.

@@ -25,8 +25,8 @@ type Resolver interface {
 }
 
 const (
-	codePermits = "NIKA-SEC-004"
-	codeSSRF    = "NIKA-SEC-005"
+	codePermits = spec.CodeSecPermits
+	codeSSRF    = spec.CodeSecSSRF
 )
 
 // MaxRedirects is the number of redirects a fetch follows (§7.5); one more is a transport
