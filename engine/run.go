@@ -53,12 +53,15 @@ func (e *PrepareError) Error() string {
 func NewRunID() string { return "r-" + uuid.Must(uuid.NewV7()).String() }
 
 // Prepare resolves what w needs before it runs (LANGUAGE.md §10): the supplied vars (as
-// `--var` texts, converted to their declared types), the secrets (from the environment or
+// `--var` texts, converted to their declared types) and the models named by a var, the secrets (from the environment or
 // files under the run directory) and the masker over them, the env values, and makes sure every
 // provider the tasks name is in the engine's set (building it, for an on-demand set). In that
 // order: a bad var is reported before a missing key.
 func (e *Engine) Prepare(w *workflow.Workflow, vars map[string]string) (*Prepared, *PrepareError) {
 	values, verr := workflow.ResolveVars(w, vars)
+	if verr == nil {
+		verr = workflow.ResolveModels(w, values)
+	}
 	if verr != nil {
 		return nil, &PrepareError{Stage: StageVars, Err: verr}
 	}

@@ -82,6 +82,11 @@ type checker struct {
 	a        *Analysis
 	findings []Finding
 
+	// modelDefaults are the vars a `model: ${{ vars.NAME }}` names whose default was checked as
+	// a model id, badModelDefault those whose default is not one (model_var.go).
+	modelDefaults   map[string]bool
+	badModelDefault []string
+
 	bad map[*Node]bool // nodes that already have a finding
 
 	tasks    []*taskState

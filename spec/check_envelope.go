@@ -67,12 +67,12 @@ func (c *checker) envelope() {
 			c.expectKind(CodeParseShape, n, "description", KindString, "`description`")
 		}
 	}
-	if n := d.Get("model"); n != nil && c.literal(n, "model", "`model`") {
-		if c.modelID(n, "model") {
-			c.a.Model = deref(n).Str
+	c.vars(d.Get("vars"))
+	if n := d.Get("model"); n != nil { // after the vars: it may name one
+		if m, v, ok := c.model(n, "model"); ok {
+			c.a.Model, c.a.ModelVar = m, v
 		}
 	}
-	c.vars(d.Get("vars"))
 	c.env(d.Get("env"))
 	c.secrets(d.Get("secrets"))
 	if n := d.Get("permits"); n != nil {

@@ -67,10 +67,14 @@ func (c *checker) verbField(t *taskState, verb string, f *Pair, path string, kin
 	d := deref(n)
 	switch {
 	case name == "model":
-		if !c.literal(n, path, "`model`") || !c.modelID(n, path) {
+		m, v, ok := c.model(n, path)
+		if !ok {
 			return nil, false
 		}
-		return d.Str, true
+		if v != "" { // evaluated with the job like any field: it is the var's value
+			return c.dataValue(n, path, kind, t), true
+		}
+		return m, true
 	case name == "schema":
 		before := len(c.findings)
 		c.noPlaceholders(n, path, "`schema`")
@@ -243,31 +247,40 @@ func ModelProblem(id string) (msg, detail string) {
 	return "", ""
 }
 
-// resolveModel applies §6.1: task model, then --model, then the envelope.
+// resolveModel applies §6.1: task model, then --model, then the envelope. A model named by a
+// var (`${{ vars.NAME }}`) sets Task.ModelVar instead; the run resolves it (model_var.go).
 func (c *checker) resolveModel(t *taskState, body *Node, path, verb string, kind siteKind) {
-	var m string
+	var m, mv string
 	if n := body.Get("model"); n != nil {
-		if d := deref(n); d.Kind == KindString {
-			m = d.Str
-		} else {
+		d := deref(n)
+		if d.Kind != KindString {
 			return
+		}
+		if v, ok := ModelVar(d.Str); ok {
+			mv = v
+		} else {
+			m = d.Str
 		}
 	} else if c.opts.Model != "" {
 		m = c.opts.Model
 	} else if env := deref(c.file.Root).Get("model"); env != nil {
-		if d := deref(env); d.Kind == KindString {
-			m = d.Str
-		} else {
+		d := deref(env)
+		if d.Kind != KindString {
 			return
 		}
+		if v, ok := ModelVar(d.Str); ok {
+			mv = v
+		} else {
+			m = d.Str
+		}
 	}
-	if m == "" {
+	if m == "" && mv == "" {
 		c.errorf(CodeParseRequired, body, path, "Set `model:` on the task or the workflow (e.g. `model: openai/gpt-4o-mini`), or pass `--model`.",
 			"`%s` has no model", verb)
 		return
 	}
 	if kind == siteBody {
-		t.Model = m
+		t.Model, t.ModelVar = m, mv
 	}
 }
 

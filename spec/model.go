@@ -20,6 +20,7 @@ type Analysis struct {
 	Name        string
 	Description string
 	Model       string // envelope model
+	ModelVar    string // the var the envelope model comes from (`${{ vars.NAME }}`); Model is then ""
 	Vars        []*VarDecl
 	Env         []*EnvDecl
 	Secrets     []*SecretDecl
@@ -92,8 +93,10 @@ type Task struct {
 	DependsOn []string
 	Verb      string // infer, exec, invoke, agent
 	Body      Value  // the verb body: literal values with templates inside
-	// Model is the resolved model id for infer/agent.
-	Model string
+	// Model is the resolved model id for infer/agent; "" while ModelVar names the var it comes
+	// from (`model: ${{ vars.NAME }}`), until the run resolves it (workflow.ResolveModels).
+	Model    string
+	ModelVar string
 	// Tool is invoke's tool name.
 	Tool string
 

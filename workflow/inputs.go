@@ -60,6 +60,32 @@ func ResolveVars(w *Workflow, supplied map[string]string) (map[string]any, *spec
 	return out, nil
 }
 
+// ResolveModels sets the model of every task whose model a var names (`model: ${{ vars.NAME }}`,
+// Task.ModelVar) from the run's var values, before the run starts, so that the providers of
+// the run are known (and their keys checked) before anything runs. A value that is not a model
+// id is NIKA-VAR-006 (exit 2). It changes the tasks of w: a compiled workflow serves one run.
+func ResolveModels(w *Workflow, vars map[string]any) *spec.Error {
+	for _, t := range w.Tasks {
+		if t.ModelVar == "" {
+			continue
+		}
+		v := vars[t.ModelVar]
+		s, _ := v.(string)
+		msg, detail := spec.ModelProblem(s)
+		if v == nil {
+			msg, detail = "it is not set", fmt.Sprintf("Pass --var %s=<provider>/<name>, or give the var a default.", t.ModelVar)
+		} else if _, isString := v.(string); !isString {
+			msg, detail = fmt.Sprintf("it is %v, not a string", v), "Pass a model id like `openai/gpt-4o-mini`."
+		}
+		if msg != "" {
+			return spec.NewError(spec.CodeVarRuntime, fmt.Sprintf("task %q takes its model from var %q: %s — %s", t.ID, t.ModelVar, msg, detail),
+				map[string]any{"var": t.ModelVar, "task": t.ID})
+		}
+		t.Model = s
+	}
+	return nil
+}
+
 func varType(v *spec.VarDecl) string {
 	if v.Type == "" {
 		return "string"

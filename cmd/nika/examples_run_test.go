@@ -16,6 +16,12 @@ import (
 // modelRef finds the models an example names.
 var modelRef = regexp.MustCompile(`(?m)^\s*model:\s*"?([a-z]+)/`)
 
+// offlineArgs are the flags that make an example offline when its defaults are not (the
+// command its header comment gives).
+var offlineArgs = map[string][]string{
+	"model-by-var": {"--var", "model=mock/echo"},
+}
+
 func TestExamplesRun(t *testing.T) {
 	root := filepath.Join(pkgDir, "..", "..")
 	files, err := filepath.Glob(filepath.Join(root, "examples", "workflows", "*.yaml"))
@@ -40,7 +46,7 @@ func TestExamplesRun(t *testing.T) {
 		ran++
 		rel := filepath.ToSlash(filepath.Join("examples", "workflows", filepath.Base(abs)))
 		t.Run(name, func(t *testing.T) {
-			r := runBinary(t, root, "run", "--no-trace", "--quiet", rel)
+			r := runBinary(t, root, append([]string{"run", "--no-trace", "--quiet", rel}, offlineArgs[name]...)...)
 			golden := filepath.Join(pkgDir, "testdata", "golden", "examples", name+".json")
 			if *update {
 				if err := os.WriteFile(golden, []byte(r.stdout), 0o644); err != nil {
