@@ -209,7 +209,7 @@ func parseNet(e string) netEntry {
 		return netEntry{kind: 'c', prefix: p.Masked()}
 	}
 	// The runtime reads an address entry unmapped and without its zone
-	// (tools/netfloor.go): `::ffff:127.0.0.1` is 127.0.0.1, which an IPv6
+	// (tools/netfloor): `::ffff:127.0.0.1` is 127.0.0.1, which an IPv6
 	// CIDR does not explicitly allow.
 	if a, err := netip.ParseAddr(e); err == nil {
 		return netEntry{kind: 'i', addr: a.Unmap().WithZone("")}
@@ -260,7 +260,7 @@ func netCovers(outer, inner string) bool {
 		case 'c':
 			// A CIDR in the IPv4-mapped form also allows the IPv4 addresses
 			// it maps past the SSRF floor, a wider IPv6 one does not
-			// (tools/netfloor.go): only a mapped CIDR covers a mapped one.
+			// (tools/netfloor): only a mapped CIDR covers a mapped one.
 			if mappedPrefix(i.prefix) && !mappedPrefix(o.prefix) {
 				return false
 			}

@@ -118,7 +118,7 @@ func TestIntersectToolsIsSound(t *testing.T) {
 
 // A relative (or ~) glob whose leading `..` climbs out of the anchor is
 // not under the ceiling's `**`: the runtime anchors `../**` at the parent
-// of the run directory (tools/permits.go), so keeping it would hand a
+// of the run directory (tools/fsgate), so keeping it would hand a
 // submitted workflow the whole parent tree under a ceiling of the run
 // directory only.
 func TestIntersectPermitsFSDotDotEscapes(t *testing.T) {
@@ -143,7 +143,7 @@ func TestIntersectPermitsFSDotDotEscapes(t *testing.T) {
 }
 
 // The runtime reads an IP entry unmapped (`::ffff:127.0.0.1` is 127.0.0.1,
-// tools/netfloor.go), so an IPv6 CIDR of the ceiling, which does not
+// tools/netfloor), so an IPv6 CIDR of the ceiling, which does not
 // explicitly allow the IPv4 loopback past the SSRF floor, must not cover
 // a mapped address: `::/0` ∩ `::ffff:127.0.0.1` kept the entry and let
 // the workflow reach 127.0.0.1.
@@ -160,7 +160,7 @@ func TestIntersectPermitsNetMappedAddresses(t *testing.T) {
 		{"127.0.0.1", "::ffff:127.0.0.1", true},
 		{"fe80::/10", "fe80::1%eth0", true},
 		// A CIDR in the mapped form allows its IPv4 addresses past the SSRF
-		// floor; a wider IPv6 CIDR (::/0) does not (tools/netfloor.go).
+		// floor; a wider IPv6 CIDR (::/0) does not (tools/netfloor).
 		{"::/0", "::ffff:127.0.0.0/104", false},
 		{"::/1", "::ffff:0:0/96", false},
 		{"::ffff:0:0/95", "::ffff:10.0.0.0/104", false},
@@ -174,7 +174,7 @@ func TestIntersectPermitsNetMappedAddresses(t *testing.T) {
 	}
 }
 
-// An empty fs glob matches nothing at run time (tools/permits.go), so a
+// An empty fs glob matches nothing at run time (tools/fsgate), so a
 // ceiling's "" covers nothing either, not even the run directory itself
 // (`.`), which cleans to the same empty path.
 func TestIntersectPermitsFSEmptyCeilingGlob(t *testing.T) {
