@@ -14,7 +14,6 @@ import (
 	"github.com/nikahq/nika/verbs/agent/dispatch"
 	"github.com/nikahq/nika/verbs/agent/guard"
 	"github.com/nikahq/nika/verbs/agent/router"
-	"github.com/nikahq/nika/verbs/internal/fields"
 	"github.com/nikahq/nika/workflow"
 )
 
@@ -23,13 +22,13 @@ const (
 	CodeMaxTurns  = core.CodeMaxTurns
 	CodeMaxTokens = core.CodeMaxTokens
 	CodeStalled   = core.CodeStalled
-	CodeParam     = "NIKA-AGENT-004"
+	CodeParam     = spec.CodeAgentParam
 	CodeWhitelist = core.CodeWhitelist
 	CodeSchema    = core.CodeSchema
 	CodeUnknown   = spec.CodeInvokeUnknown
-	CodeArgs      = "NIKA-INVOKE-002"
-	CodeDefs      = "NIKA-AGENT-006" // the tool-definition source (an MCP server's tools/list) failed
-	CodeCancel    = fields.CodeCancel
+	CodeArgs      = spec.CodeInvokeArgs
+	CodeDefs      = spec.CodeAgentToolDefs // the tool-definition source (an MCP server's tools/list) failed
+	CodeCancel    = spec.CodeCancel
 )
 
 // Stages of NIKA-INFER-002 raised by the loop.

@@ -11,7 +11,7 @@ import (
 )
 
 // CodePanic is an engine panic inside one job of a batch (AGENT.md §11.3).
-const CodePanic = "NIKA-AGENT-007"
+const CodePanic = spec.CodeAgentPanic
 
 // RunBatch runs several agent jobs (planner.BatchVerb, DECISIONS.md D5, AGENT.md §11.3): each job
 // is one independent loop, all run concurrently, and the result holds one outcome per job in job

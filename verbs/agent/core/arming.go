@@ -14,11 +14,11 @@ import (
 
 // Codes raised by the loop (AGENT.md §12).
 const (
-	CodeMaxTurns  = "NIKA-AGENT-001"
-	CodeMaxTokens = "NIKA-AGENT-002"
+	CodeMaxTurns  = spec.CodeAgentMaxTurns
+	CodeMaxTokens = spec.CodeAgentMaxTokens
 	CodeStalled   = guard.CodeStalled
-	CodeWhitelist = "NIKA-SEC-002"
-	CodeSchema    = "NIKA-INFER-002"
+	CodeWhitelist = spec.CodeSecWhitelist
+	CodeSchema    = spec.CodeInferSchema
 )
 
 // Stages of NIKA-INFER-002 raised by the loop.

@@ -15,7 +15,7 @@ import (
 // Boundary codes: the one batch stopper (§6.5).
 const (
 	CodeSecPermits = spec.CodeSecPermits
-	CodeSecSSRF    = "NIKA-SEC-005"
+	CodeSecSSRF    = spec.CodeSecSSRF
 )
 
 // Resolved reports the results of the batch out, results[i] answering its Calls[i]. A

@@ -19,11 +19,11 @@ import (
 
 // Error codes used by the engine.
 const (
-	CodeInvokeFailed = "NIKA-INVOKE-003" // tool error without a more specific code, or panic
-	CodeTimeout      = "NIKA-TIMEOUT-001"
-	CodeCancelled    = "NIKA-CANCEL-001"
-	CodeSecPermits   = "NIKA-SEC-004" // batch stopper: outside permits
-	CodeSecSSRF      = "NIKA-SEC-005" // batch stopper: SSRF floor
+	CodeInvokeFailed = spec.CodeInvokeFailed // tool error without a more specific code, or panic
+	CodeTimeout      = spec.CodeTimeout
+	CodeCancelled    = spec.CodeCancel
+	CodeSecPermits   = spec.CodeSecPermits // batch stopper: outside permits
+	CodeSecSSRF      = spec.CodeSecSSRF    // batch stopper: SSRF floor
 )
 
 // Separator between code and message in fed-back error contents (§6.4).

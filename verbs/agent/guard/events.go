@@ -1,11 +1,15 @@
 package guard
 
-import "strconv"
+import (
+	"strconv"
+
+	"github.com/nikahq/nika/spec"
+)
 
 // Error code, category and wire kinds produced from guard verdicts
 // (AGENT.md §10.1, §12).
 const (
-	CodeStalled     = "NIKA-AGENT-003"
+	CodeStalled     = spec.CodeAgentStalled
 	CategoryStalled = "budget_error"
 	WireNudge       = "agent_nudge"
 	WireStalled     = "agent_stalled"

@@ -13,11 +13,6 @@ import (
 	"github.com/nikahq/nika/workflow"
 )
 
-// CodeCancel is the code of a cancelled job.
-//
-// Deprecated: use spec.CodeCancel; kept only while verbs/agent still names it.
-const CodeCancel = spec.CodeCancel
-
 // Invalid is the NIKA-VAR-006 of a field whose evaluated value cannot be used.
 func Invalid(field, format string, args ...any) *spec.Error {
 	return spec.NewError(spec.CodeVarRuntime, fmt.Sprintf(format, args...), map[string]any{"field": field})

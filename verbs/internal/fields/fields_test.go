@@ -5,6 +5,8 @@ import (
 	"errors"
 	"math"
 	"testing"
+
+	"github.com/nikahq/nika/spec"
 )
 
 func TestString(t *testing.T) {
@@ -61,7 +63,7 @@ func TestCancelled(t *testing.T) {
 	cancel(cause)
 	inner := errors.New("provider said cancelled")
 	e := Cancelled(ctx, inner)
-	if e.Code != CodeCancel || e.Category != "cancelled" || !errors.Is(e, cause) || !errors.Is(e, context.Canceled) || !errors.Is(e, inner) {
+	if e.Code != spec.CodeCancel || e.Category != "cancelled" || !errors.Is(e, cause) || !errors.Is(e, context.Canceled) || !errors.Is(e, inner) {
 		t.Errorf("Cancelled = %+v (%v)", e, errors.Unwrap(e))
 	}
 	ctx2, cancel2 := context.WithCancel(context.Background())
