@@ -9,6 +9,9 @@
 // stream as NDJSON, following the run live; DELETE /v1/runs/{id} cancels;
 // GET /metrics (the injected handler); GET /healthz and GET /readyz.
 //
+// The same listener serves the web view (issue 18): `/` the runs, `/runs/{id}` a run's task
+// graph, task panel and agent turns, `/new` the editor; see "The web view" below.
+//
 // The server runs every workflow on one engine (package engine, Options.Engine): it imports no
 // verb, no wire adapter and no MCP client; the engine wires them.
 //
@@ -96,4 +99,68 @@
 //     message (absent when the trace is complete or there is none). A write
 //     that fails cuts the file back to its last whole line, so it is a valid
 //     prefix of the stream; the in-memory stream of /events is complete.
+//
+// # The web view
+//
+// Pages: `/` (the kept runs, newest first: state, workflow, start, duration, task counts;
+// ?state= and ?workflow= filter them), `/runs/{id}` (the task graph, the run's facts and
+// outputs; ?task=ID adds that task's panel), `/runs/{id}/trace` (the canonical stream so far, as
+// a download), POST `/runs/{id}/cancel`, `/new` (GET the editor; POST it, action=check or run),
+// `/explain/{code}`, `/signin` and POST `/signout`. Helpers of the pages' script live under
+// `/ui/`: `/ui/runs/stream` and `/ui/runs/{id}/stream` (Server-Sent Events),
+// `/ui/runs/{id}/tasks/{task}` (the task panel alone), POST `/ui/check` (the editor's findings),
+// `/ui/static/` (the embedded stylesheet and script).
+//
+//   - Made of what the web is: server-rendered html/template pages, one stylesheet and one
+//     plain script embedded in the binary (ui/, package embed), no build step, nothing fetched
+//     from elsewhere. Every page, fragment and file is sent with
+//     `Content-Security-Policy: default-src 'self'; base-uri 'none'; form-action 'self';
+//     frame-ancestors 'none'; object-src 'none'`, nosniff, `X-Frame-Options: DENY` and
+//     `Referrer-Policy: same-origin`: no inline script or style anywhere, so markup that came
+//     through escaping still could not run. No data is ever written into a script: the script
+//     reads JSON from the event streams and swaps in fragments the server rendered (escaped).
+//     API responses keep their headers as they were.
+//   - Without script, everything static works: the runs table and its filter (a GET form), the
+//     graph with each task's state at load time (each node is a link to ?task=ID, so the graph is
+//     keyboard navigable as links), the panel, the cancel button and the editor (forms; the
+//     editor's Check shows the findings). Script adds the live updates, choosing a task without
+//     a reload, and the editor's check as one types.
+//   - Live updates are Server-Sent Events over the run's existing logs: `canonical` is each
+//     line of the stream GET /v1/runs/{id}/events serves (masked, the same bytes); `live` is the
+//     run's live stream (D19), which each run now also keeps for its view (at most 50,000
+//     notes, counted in KeepBytes): the canonical stream releases a task's events in canonical
+//     order at settlement (AGENT.md §10.2), so only the live stream says "running" while a task
+//     runs and when each tool call of a batch started and ended. Live notes keep no free text (a
+//     tool's progress message is untrusted and unmasked) and the one model-chosen name, the
+//     tool, is masked. A task's colour is its canonical terminal state once released, else
+//     running while a job of it runs, else how its last job ended. Event ids let a reconnecting
+//     EventSource resume. The runs page's stream re-reads the table at most four times a second.
+//   - The task panel: status; one row per job (attempt, for_each item) with its status, duration
+//     and code; the error, its code linking to `/explain/{code}`; the output (from the report,
+//     so once the run has finished) as collapsible JSON; the `output:` bindings, which the report
+//     does not carry (D22): they are recomputed over the kept output with the task's own compiled
+//     jq programs (pure, bounded to two seconds), so over a masked output they show the masked
+//     value; the task's canonical events. For an agent task, its turns: the provider requests'
+//     model and tokens, the budget checkpoint, the tools offered, nudges and stalls, and each tool
+//     batch as lanes on a time axis, one per call in request order (overlapping bars ran at
+//     once), each labelled with its place in the fold, which is request order (AGENT.md §11).
+//     Neither stream carries the model's intermediate text (D18: events never carry outputs),
+//     so the timeline shows the final answer as the task's output only.
+//   - The graph is laid out by dag's waves, one column per wave, a task's row following the mean
+//     row of its dependencies (one barycentre pass): O(V + E), deterministic; drawn as one SVG
+//     string with every id escaped. BenchmarkRunGraph500 measures a 500-task graph.
+//   - Sign-in: with AuthToken, every web path but /signin and /ui/static/ needs a session
+//     (or the bearer header, so scripts can read pages): a page asked for without one is a 303 to
+//     /signin?next=…, anything else a 401. POST /signin with the token (constant-time, like the
+//     header) sets `nika_session`, HttpOnly, SameSite=Strict, Path=/, Secure over TLS, for 12
+//     hours: the expiry and its HMAC-SHA256 under a key drawn at start-up, so a restart signs
+//     everyone out and a cookie says nothing about the token. Sign-out clears the browser's
+//     cookie (it is stateless: a copied cookie lasts until it expires). The return path is kept
+//     on this server. The API (/v1/…, /metrics) takes only the bearer header, never the cookie.
+//     Without a token the loopback rules above hold for the pages too; the cross-origin check
+//     covers every form (sign-in, cancel, submit).
+//   - `/new` submits through the same path as POST /v1/runs (check under the ceiling, compile,
+//     vars, secrets, providers, queue), vars written one `name=value` a line as `--var`; the
+//     findings are the same checker's, each shown under its source line with a caret at its
+//     column. An uploaded file is read like the text.
 package server

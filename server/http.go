@@ -29,7 +29,7 @@ const queueFullRetryAfter = 5
 // .nika.yaml name, so the file-extension lint stays quiet (D47).
 const submittedName = "submitted.nika.yaml"
 
-// Handler returns the HTTP API (see the package doc).
+// Handler returns the HTTP API and the web view (see the package doc).
 func (s *Server) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /v1/runs", s.handleSubmit)
@@ -56,6 +56,7 @@ func (s *Server) Handler() http.Handler {
 		}
 		io.WriteString(w, "ready\n")
 	})
+	s.webRoutes(mux)
 	// A browser on this machine is not a local client: cross-origin
 	// requests that change state (a page's form or no-cors fetch) are 403.
 	csrf := http.NewCrossOriginProtection()
@@ -67,10 +68,19 @@ func (s *Server) Handler() http.Handler {
 				writeError(w, http.StatusForbidden, "without --auth-token this server answers only requests addressed to a loopback host (127.0.0.1, [::1] or localhost)")
 				return
 			}
+			if webPath(r.URL.Path) && !s.webGate(w, r) {
+				return
+			}
 			mux.ServeHTTP(w, r)
 		}))
 	}
 	return csrf.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if webPath(r.URL.Path) { // the pages sign in with a session cookie; the API keeps the bearer header
+			if s.webGate(w, r) {
+				mux.ServeHTTP(w, r)
+			}
+			return
+		}
 		if r.URL.Path != "/healthz" && r.URL.Path != "/readyz" && !s.authorized(r) {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="nika"`)
 			writeError(w, http.StatusUnauthorized, "missing or wrong bearer token: send Authorization: Bearer <the server's --auth-token>")
@@ -158,41 +168,67 @@ func (s *Server) handleSubmit(w http.ResponseWriter, req *http.Request) {
 		writeError(w, http.StatusBadRequest, err.Error())
 		return
 	}
-	// Checked under the ceiling: what the run would refuse (an exec under `{}`) is a 400 with
-	// its finding now, and the compiled workflow carries the effective permits.
-	opts := s.opts.Check
-	opts.Ceiling = s.ceiling
-	a := spec.CheckSource(name, src, opts)
-	result := spec.FileResult{Name: name, File: a.File, Findings: a.Findings}
-	if !result.Valid() {
+	res := s.submit(name, src, vars)
+	switch {
+	case res.findings != nil:
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(http.StatusBadRequest)
-		spec.WriteJSON(w, []spec.FileResult{result})
-		return
+		spec.WriteJSON(w, []spec.FileResult{*res.findings})
+	case res.refusal != nil:
+		if res.refusal.status == http.StatusTooManyRequests {
+			w.Header().Set("Retry-After", strconv.Itoa(queueFullRetryAfter))
+		}
+		writeRefusal(w, res.refusal)
+	default:
+		w.Header().Set("Location", "/v1/runs/"+res.id)
+		writeJSON(w, http.StatusAccepted, map[string]any{"run_id": res.id})
+	}
+}
+
+// submitted is the verdict on a submission: its run id, or the checker's findings, or another
+// refusal.
+type submitted struct {
+	id       string
+	findings *spec.FileResult // not valid: 400 with the `nika check --json` report
+	refusal  *refusal
+}
+
+// submit checks, compiles, prepares and admits a workflow text: POST /v1/runs and the web view's
+// /new go through it, so both refuse the same things the same way.
+func (s *Server) submit(name string, src []byte, vars map[string]string) submitted {
+	// Checked under the ceiling: what the run would refuse (an exec under `{}`) is a 400 with
+	// its finding now, and the compiled workflow carries the effective permits.
+	result, a := s.check(name, src)
+	if !result.Valid() {
+		return submitted{findings: &result}
 	}
 	wf, err := workflow.Compile(a)
 	if err != nil {
-		writeError(w, http.StatusBadRequest, err.Error())
-		return
+		return submitted{refusal: &refusal{status: http.StatusBadRequest, text: err.Error()}}
 	}
 	p := s.prepare(wf, vars)
 	if p.refusal != nil {
-		writeRefusal(w, p.refusal)
-		return
+		return submitted{refusal: p.refusal}
 	}
 	r, verdict := s.admit(p)
 	switch verdict {
 	case queueFull:
 		running, queued := s.Active()
-		w.Header().Set("Retry-After", strconv.Itoa(queueFullRetryAfter))
-		writeError(w, http.StatusTooManyRequests, fmt.Sprintf("the queue is full (%d running, %d queued); retry in %d seconds", running, queued, queueFullRetryAfter))
-		return
+		return submitted{refusal: &refusal{status: http.StatusTooManyRequests,
+			text: fmt.Sprintf("the queue is full (%d running, %d queued); retry in %d seconds", running, queued, queueFullRetryAfter)}}
 	case draining:
-		writeError(w, http.StatusServiceUnavailable, "the server is shutting down; submit the run elsewhere or later")
-		return
+		return submitted{refusal: &refusal{status: http.StatusServiceUnavailable, text: "the server is shutting down; submit the run elsewhere or later"}}
 	}
-	w.Header().Set("Location", "/v1/runs/"+r.id)
-	writeJSON(w, http.StatusAccepted, map[string]any{"run_id": r.id})
+	return submitted{id: r.id}
+}
+
+// check is the checker every submission passes, under the server's ceiling; the editor's inline
+// findings come from it too.
+func (s *Server) check(name string, src []byte) (spec.FileResult, *spec.Analysis) {
+	opts := s.opts.Check
+	opts.Ceiling = s.ceiling
+	a := spec.CheckSource(name, src, opts)
+	return spec.FileResult{Name: name, File: a.File, Findings: a.Findings}, a
 }
 
 // readWorkflow reads a path submission inside the workflows root; os.Root
@@ -274,8 +310,30 @@ func (s *Server) handleCancel(w http.ResponseWriter, req *http.Request) {
 	if r == nil {
 		return
 	}
+	switch state, verdict := s.cancelRun(r); verdict {
+	case cancelDequeued:
+		writeJSON(w, http.StatusOK, map[string]any{"run_id": r.id, "state": state})
+	case cancelRequested:
+		writeJSON(w, http.StatusAccepted, map[string]any{"run_id": r.id, "state": state})
+	default:
+		writeJSON(w, http.StatusConflict, map[string]any{"run_id": r.id, "state": state,
+			"error": map[string]any{"message": "the run has already finished; there is nothing to cancel"}})
+	}
+}
+
+// cancelVerdict is what a cancellation did.
+type cancelVerdict int
+
+const (
+	cancelDequeued  cancelVerdict = iota // it was queued: cancelled at once
+	cancelRequested                      // it is running: cancellation requested
+	cancelTooLate                        // it had already finished
+)
+
+// cancelRun cancels r (DELETE /v1/runs/{id} and the run page's button) and returns its state.
+func (s *Server) cancelRun(r *run) (string, cancelVerdict) {
 	s.mu.Lock()
-	state, dequeued := r.state, false
+	state, verdict := r.state, cancelTooLate
 	switch state {
 	case stateQueued:
 		for i, q := range s.queue {
@@ -285,22 +343,19 @@ func (s *Server) handleCancel(w http.ResponseWriter, req *http.Request) {
 			}
 		}
 		s.finishUnstarted(r)
-		state, dequeued = r.state, true
+		state, verdict = r.state, cancelDequeued
 	case stateRunning:
 		r.cancel()
+		verdict = cancelRequested
 	}
 	s.mu.Unlock()
-	switch {
-	case dequeued:
+	switch verdict {
+	case cancelDequeued:
 		s.logf("run %s cancelled while queued", r.id)
-		writeJSON(w, http.StatusOK, map[string]any{"run_id": r.id, "state": state})
-	case state == stateRunning:
+	case cancelRequested:
 		s.logf("run %s: cancellation requested", r.id)
-		writeJSON(w, http.StatusAccepted, map[string]any{"run_id": r.id, "state": state})
-	default:
-		writeJSON(w, http.StatusConflict, map[string]any{"run_id": r.id, "state": state,
-			"error": map[string]any{"message": "the run has already finished; there is nothing to cancel"}})
 	}
+	return state, verdict
 }
 
 // handleEvents streams the canonical events as NDJSON, one flush per

@@ -46,9 +46,17 @@ type run struct {
 	traceErr string
 	size     int64 // bytes of events and report, once finished
 
-	log eventLog
+	log  eventLog
+	live *liveLog // the web view's live observations and task states
 
 	queuedAt time.Time // when it entered the queue (zero if it started at once)
+
+	// For the runs page, guarded by the Server's mu: the order of admission (newest first), when
+	// it was submitted, started and ended (zero until then), and, once finished, its task counts
+	// by state from the report.
+	seq                       int64
+	submitted, started, ended time.Time
+	counts                    map[string]int
 }
 
 // prepared is a submission that passed every check and is ready to queue.
@@ -105,11 +113,15 @@ const (
 // admit registers a prepared run: it starts at once when a slot is free,
 // else it waits in the queue, else it is refused.
 func (s *Server) admit(p prepared) (*run, admission) {
-	r := &run{id: p.p.ID, w: p.p.Workflow, p: p.p, mask: p.p.Mask}
+	r := &run{id: p.p.ID, w: p.p.Workflow, p: p.p, mask: p.p.Mask, submitted: s.opts.Clock()}
 	r.log.wake = make(chan struct{})
+	r.live = newLiveLog(r.mask, s.changes.poke)
 	r.ctx, r.cancel = context.WithCancel(context.Background())
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.admitted++
+	r.seq = s.admitted
+	defer s.changes.poke()
 	switch {
 	case s.draining:
 		r.cancel()
@@ -132,7 +144,7 @@ func (s *Server) admit(p prepared) (*run, admission) {
 
 // startLocked starts r in its own goroutine; s.mu is held.
 func (s *Server) startLocked(r *run) {
-	r.state = stateRunning
+	r.state, r.started = stateRunning, s.opts.Clock()
 	s.running++
 	s.wg.Add(1)
 	go s.execute(r)
@@ -156,7 +168,7 @@ func (s *Server) relativeToTraceDir(msg string) string {
 func (s *Server) execute(r *run) {
 	defer s.wg.Done()
 	s.logf("run %s (workflow %s) started", r.id, r.w.Name)
-	sinks := event.Fanout{event.NewNDJSON(&r.log).WithMasker(event.Masker(r.mask))}
+	sinks := event.Fanout{event.NewNDJSON(&r.log).WithMasker(event.Masker(r.mask)), r.live}
 	var trace *event.File
 	var traceErr string
 	if s.opts.TraceDir != "" {
@@ -170,7 +182,11 @@ func (s *Server) execute(r *run) {
 			sinks = append(sinks, f.WithMasker(event.Masker(r.mask)))
 		}
 	}
-	res := s.engine.Execute(r.ctx, r.p, engine.RunOptions{Canonical: sinks, Live: s.opts.Live, Finally: s.finally})
+	live := event.LiveSink(r.live)
+	if s.opts.Live != nil {
+		live = event.LiveFanout{s.opts.Live, r.live}
+	}
+	res := s.engine.Execute(r.ctx, r.p, engine.RunOptions{Canonical: sinks, Live: live, Finally: s.finally})
 	if trace != nil {
 		if err := trace.Close(); err != nil {
 			traceErr = err.Error()
@@ -181,6 +197,7 @@ func (s *Server) execute(r *run) {
 	r.cancel()
 	s.mu.Lock()
 	r.state, r.report, r.traceErr = res.State, report, s.relativeToTraceDir(traceErr)
+	r.ended, r.counts = s.opts.Clock(), resultCounts(res)
 	s.running--
 	s.retireLocked(r)
 	for len(s.queue) > 0 && s.running < s.opts.MaxRuns {
@@ -190,6 +207,8 @@ func (s *Server) execute(r *run) {
 	}
 	s.mu.Unlock()
 	r.log.close()
+	r.live.close()
+	s.changes.poke()
 	s.logf("run %s (workflow %s) finished: %s", r.id, r.w.Name, res.State)
 }
 
@@ -203,8 +222,11 @@ func (s *Server) finishUnstarted(r *run) {
 	}
 	r.cancel()
 	r.state, r.report = stateCancelled, s.encodeReport(r, res)
+	r.ended, r.counts = s.opts.Clock(), resultCounts(res)
 	s.retireLocked(r)
 	r.log.close()
+	r.live.close()
+	s.changes.poke()
 	if s.opts.Live != nil { // the metrics count it like any other run that ended cancelled, its time queued as its duration
 		now := s.opts.Clock()
 		s.opts.Live.Observe(event.Live{Kind: event.LiveWorkflowStarted, Workflow: r.w.Name, At: now})
@@ -217,7 +239,7 @@ func (s *Server) finishUnstarted(r *run) {
 // beyond KeepRuns or KeepBytes (r itself stays). s.mu is held, and r's
 // event log has its last line.
 func (s *Server) retireLocked(r *run) {
-	r.size = r.log.bytes() + int64(len(r.report))
+	r.size = r.log.bytes() + int64(len(r.report)) + r.live.bytes()
 	s.retained += r.size
 	s.finished = append(s.finished, r.id)
 	for len(s.finished) > s.opts.KeepRuns || s.retained > s.opts.KeepBytes && len(s.finished) > 1 {
@@ -226,6 +248,15 @@ func (s *Server) retireLocked(r *run) {
 		s.finished[0] = ""
 		s.finished = s.finished[1:]
 	}
+}
+
+// resultCounts counts a finished run's tasks by status, for the runs page.
+func resultCounts(res planner.Result) map[string]int {
+	c := map[string]int{}
+	for _, t := range res.Tasks {
+		c[string(t.Status)]++
+	}
+	return c
 }
 
 // encodeReport is the masked canonical JSON of the D22 report.
@@ -283,6 +314,7 @@ func (l *eventLog) close() {
 func (l *eventLog) since(i int) (lines [][]byte, done bool, wake <-chan struct{}) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	i = min(i, len(l.lines)) // a resuming client may name more than there is
 	return l.lines[i:], l.done, l.wake
 }
 

@@ -81,7 +81,13 @@ type Server struct {
 	finally context.Context
 	abandon context.CancelFunc
 
+	// changes wakes the runs page's followers when a run is admitted, moves or ends.
+	changes notifier
+	// session signs the web view's session cookies (web_session.go).
+	session sessionKey
+
 	mu       sync.Mutex
+	admitted int64 // runs admitted so far: each run's seq
 	runs     map[string]*run
 	queue    []*run   // FIFO of queued runs
 	finished []string // ids of finished runs, oldest first
@@ -157,6 +163,10 @@ func New(opts Options) (*Server, error) {
 		s.token = digest(opts.AuthToken)
 	}
 	s.log = &lockedWriter{w: opts.Logger}
+	s.changes.ch = make(chan struct{})
+	if err := s.session.init(); err != nil {
+		return nil, fmt.Errorf("server: %w", err)
+	}
 	s.finally, s.abandon = context.WithCancel(context.Background())
 	return s, nil
 }
@@ -249,6 +259,26 @@ func (s *Server) Active() (running, queued int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.running, len(s.queue)
+}
+
+// notifier wakes everyone waiting on it at once: poke closes the current channel and makes the
+// next. Followers re-read what they follow after every wake, so pokes coalesce.
+type notifier struct {
+	mu sync.Mutex
+	ch chan struct{}
+}
+
+func (n *notifier) poke() {
+	n.mu.Lock()
+	close(n.ch)
+	n.ch = make(chan struct{})
+	n.mu.Unlock()
+}
+
+func (n *notifier) wait() <-chan struct{} {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.ch
 }
 
 func (s *Server) logf(format string, args ...any) {
