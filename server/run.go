@@ -90,11 +90,11 @@ func (s *Server) prepare(w *workflow.Workflow, supplied map[string]string) prepa
 func (s *Server) allowSecret(sd *spec.SecretDecl) *spec.Error {
 	switch {
 	case sd.Source == "file":
-		return spec.NewError("NIKA-SEC-004",
+		return spec.NewError(spec.CodeSecPermits,
 			fmt.Sprintf("secret %q reads a file, which nika serve does not allow; pass it as an env secret whose variable the server lists with --secret-env", sd.Name),
 			map[string]any{"secret": sd.Name, "gate": "secrets"})
 	case sd.Source == "env" && !s.secrets[sd.Key]:
-		return spec.NewError("NIKA-SEC-004",
+		return spec.NewError(spec.CodeSecPermits,
 			fmt.Sprintf("secret %q reads environment variable %s, which this server does not allow; start nika serve with --secret-env %s", sd.Name, sd.Key, sd.Key),
 			map[string]any{"secret": sd.Name, "variable": sd.Key, "gate": "secrets"})
 	}
