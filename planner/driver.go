@@ -71,10 +71,9 @@ type jobResult struct {
 	id       JobID
 	rep      Report
 	prepared bool
-	// An on_finally step's verb and the time its live task_started was
-	// reported, from its goroutine once its `when` let it run; zero if not.
-	verb string
-	at   time.Time
+	// An on_finally step's live task_started, reported from its goroutine
+	// once its `when` let it run; nil if not.
+	step *liveJob
 }
 
 // runningJob is a job the driver started and has not had the report of.
@@ -321,9 +320,7 @@ type verbJob struct {
 	abandoned bool // a second signal (Options.Finally cancelled) abandoned on_finally: this step does not run
 	mu        sync.Mutex
 	emitted   []Emitted
-	// An on_finally step's verb and when its live task_started was reported (jobResult).
-	stepVerb string
-	stepAt   time.Time
+	step      *liveJob // an on_finally step's live task_started (jobResult)
 }
 
 func (j *verbJob) emit(kind string, fields map[string]any) {
@@ -355,7 +352,7 @@ func (j *verbJob) run() {
 	j.mu.Lock()
 	rep.Emitted = j.emitted
 	j.mu.Unlock()
-	d.results.put(jobResult{id: id, rep: rep, verb: j.stepVerb, at: j.stepAt})
+	d.results.put(jobResult{id: id, rep: rep, step: j.step})
 }
 
 func (j *verbJob) runVerb(job workflow.Job) workflow.Outcome { return runVerb(j.ctx, j.verb, job) }
@@ -364,7 +361,9 @@ func (j *verbJob) prepared(with map[string]any) { j.d.prepared(j.id, j.eval, wit
 
 // runStep runs an on_finally step's verb once its `when` let it run.
 func (j *verbJob) runStep(job workflow.Job) workflow.Outcome {
-	j.stepVerb, j.stepAt = job.Verb, j.d.liveStep(j.id, job.Verb)
+	if at := j.d.liveStep(j.id, job.Verb); !at.IsZero() {
+		j.step = &liveJob{verb: job.Verb, at: at}
+	}
 	if j.abandoned {
 		return workflow.Failed(spec.NewError("NIKA-CANCEL-001", "on_finally was abandoned", nil))
 	}

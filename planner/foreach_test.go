@@ -374,7 +374,7 @@ func TestForEachCancelIsLinear(t *testing.T) {
 }
 
 // TestInboxKeepsOrder: the driver's inbox hands the reports back in the
-// order they were put, one per token, across its compactions.
+// order they were put, one per token, across its blocks and their reuse.
 func TestInboxKeepsOrder(t *testing.T) {
 	b := newInbox()
 	next, taken := 0, 0
@@ -383,7 +383,7 @@ func TestInboxKeepsOrder(t *testing.T) {
 			b.put(jobResult{id: JobID{Iteration: next}})
 			next++
 		}
-		for i := 0; i < 2000+round*200; i++ { // leave some behind, so that the queue compacts with reports in it
+		for i := 0; i < 2000+round*200; i++ { // leave some behind, so that emptied blocks are reused with reports in the queue
 			<-b.ready
 			r, ok := b.take()
 			if !ok || r.id.Iteration != taken {

@@ -9,17 +9,41 @@ import "sync"
 // and its stack, alive until then. One goroutine's reports (a prepared
 // `with`, then the outcome) keep their order.
 type inbox struct {
-	mu    sync.Mutex
-	queue []jobResult
-	head  int
-	ready chan struct{} // holds a token while reports wait
+	mu          sync.Mutex
+	first, last *inboxBlock   // take from first, put into last; nil when empty
+	spare       *inboxBlock   // one emptied block, kept for the next
+	ready       chan struct{} // holds a token while reports wait
+}
+
+// inboxBlock is a fixed run of the queue: a backlog of n reports costs n
+// slots once, never a copy into a larger array (a wide for_each's reports
+// pile up while the driver starts its jobs).
+type inboxBlock struct {
+	items      [128]jobResult
+	read, used int
+	next       *inboxBlock
 }
 
 func newInbox() *inbox { return &inbox{ready: make(chan struct{}, 1)} }
 
 func (b *inbox) put(r jobResult) {
 	b.mu.Lock()
-	b.queue = append(b.queue, r)
+	if b.last == nil || b.last.used == len(b.last.items) {
+		blk := b.spare
+		if blk != nil {
+			b.spare = nil
+		} else {
+			blk = &inboxBlock{}
+		}
+		if b.last == nil {
+			b.first = blk
+		} else {
+			b.last.next = blk
+		}
+		b.last = blk
+	}
+	b.last.items[b.last.used] = r
+	b.last.used++
 	b.mu.Unlock()
 	select {
 	case b.ready <- struct{}{}:
@@ -33,21 +57,22 @@ func (b *inbox) put(r jobResult) {
 func (b *inbox) take() (jobResult, bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if b.head == len(b.queue) {
+	blk := b.first
+	if blk == nil || blk.read == blk.used {
 		return jobResult{}, false
 	}
-	r := b.queue[b.head]
-	b.queue[b.head] = jobResult{}
-	b.head++
-	switch {
-	case b.head == len(b.queue):
-		b.queue, b.head = b.queue[:0], 0
-	case b.head > len(b.queue)/2 && b.head >= 1024: // drop the taken half: O(1) amortized
-		n := copy(b.queue, b.queue[b.head:])
-		clear(b.queue[n:])
-		b.queue, b.head = b.queue[:n], 0
+	r := blk.items[blk.read]
+	blk.items[blk.read] = jobResult{}
+	blk.read++
+	if blk.read == blk.used && (blk.used == len(blk.items) || blk == b.last) { // emptied: recycle it
+		b.first = blk.next
+		if b.first == nil {
+			b.last = nil
+		}
+		blk.read, blk.used, blk.next = 0, 0, nil // its items were cleared as they were taken
+		b.spare = blk
 	}
-	if b.head < len(b.queue) {
+	if b.first != nil && b.first.read < b.first.used {
 		select {
 		case b.ready <- struct{}{}:
 		default:

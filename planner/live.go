@@ -67,8 +67,8 @@ func (d *driver) liveFinished(r jobResult) {
 	case id.Kind == JobAttempt:
 		j = d.jobs[id]
 		delete(d.jobs, id)
-	case id.Kind == JobFinally && !r.at.IsZero():
-		j = liveJob{verb: r.verb, at: r.at}
+	case id.Kind == JobFinally && r.step != nil:
+		j = *r.step
 	default:
 		return
 	}
