@@ -57,11 +57,12 @@ type FrontConfig struct {
 //     its way back, not a whole step of the limit. Fourfold growth gets a local server batching a
 //     thousand requests to full use in under six rounds; doubling above 128 keeps that overshoot
 //     small where a step would be hundreds of requests.
-//   - A rate_limited answer also reveals a capacity: the requests that were in flight beside the
-//     refused one. Slow start resumes after the halving, up to that capacity, so a provider that
-//     limits concurrency is back at its capacity one round after the pause; the limit then stays
-//     there for a hold (10 s, doubling up to 5 min while each probe above it finds no more), because
-//     every probe that overshoots costs a Retry-After pause for every caller.
+//   - A rate_limited answer also reveals a capacity: the requests still in flight as the refusals
+//     of the congestion event come back. The decrease never leaves the limit above it, and slow
+//     start resumes after the halving, up to it, so a provider that limits concurrency is back at
+//     its capacity one round after the pause; the limit then stays there for a hold (10 s, doubling
+//     up to 5 min while each probe above it finds no more; a failed probe goes back to the capacity,
+//     not to half), because every probe that overshoots costs a Retry-After pause for every caller.
 //   - Only sends made while at least half the limit was in use (or with requests waiting) raise it,
 //     so a lone caller does not build up a limit it never tested.
 //   - A Retry-After pauses every send on the Front until it passes, not only the refused request's.

@@ -53,12 +53,14 @@ func (realClock) AfterFunc(d time.Duration, f func()) func() bool {
 // The limit starts in slow start: each success of a send made while the limit was in use raises it
 // by gain (3 below slowStartFast, then 1), so it quadruples, then doubles, per round of requests, up
 // to ssthresh; the new slots open paced over the round (catchUp). The first sign of congestion ends slow
-// start: a rate_limited answer (which halves the limit and sets ssthresh to the capacity it
-// revealed: the requests that were in flight beside the refused one), or the smoothed latency
-// rising past slowStartExit times the floor (ssthresh becomes the limit, which is kept). Above
-// ssthresh the limit grows by 1 per limit successes (congestion avoidance), and not at all for a
-// hold after a congestion event. A rate_limited answer of a send granted before the last decrease
-// does not decrease again: one congestion event, one halving.
+// start: a rate_limited answer, or the smoothed latency rising past slowStartExit times the floor
+// (ssthresh becomes the limit, which is kept). A rate_limited answer reveals a capacity: the
+// requests still in flight as it comes back, the smallest over the congestion event (see
+// congested). It halves the limit, and brings it no higher than just below that capacity, where
+// ssthresh goes; a probe above a capacity already found that fails goes back to it instead of
+// halving. Above ssthresh the limit grows by 1 per limit successes (congestion avoidance), and
+// not at all for a hold after a congestion event. A rate_limited answer of a send granted before
+// the last decrease does not decrease again: one congestion event, one decrease.
 //
 // A Retry-After on a rate_limited answer pauses every send until it passes. RPM and TPM budgets
 // admit a send only while the sends (tokens) of the last minute, this one included, fit; a single
@@ -241,13 +243,25 @@ func (l *limiter) congested(now time.Time, t ticket, retryAfter time.Duration) {
 	if retryAfter > 0 && now.Add(retryAfter).After(l.paused) {
 		l.paused = now.Add(retryAfter)
 	}
-	found := max(1, t.level-1) // what was in flight beside the refused send
+	// The capacity found: what is still in flight as the refusal comes back. At the first refusal
+	// of an event that counts the sends that went out while it was on its way back (refused too);
+	// as their refusals come back it shrinks to what the provider admitted, so the event keeps the
+	// smallest. (The requests in flight beside the refused send when it was granted are no
+	// measure: on a loaded machine a send can reach the server tens of milliseconds after sends
+	// granted later, and answers are read late.)
+	found := max(1, l.inflight)
+	// Only a refusal of a send made while the limit was in use (as for growth, in succeeded) says
+	// the limit is above the capacity; one at low use (a request rate budget, say) only halves it.
+	inUse := 2*max(t.level, l.inflight+1) >= t.limit
 	if t.epoch != l.epoch {
-		// The same congestion event: the limit was halved already; the capacity found is the
-		// smallest any refused send of the event reveals.
+		// The same congestion event: the limit was decreased already.
 		if found < l.capacity {
 			l.capacity = found
 			l.ssthresh = max(belowCapacity(found), l.limit)
+			if inUse {
+				l.limit = min(l.limit, belowCapacity(found))
+				l.ssthresh, l.open = belowCapacity(found), min(l.open, l.limit)
+			}
 		}
 		return
 	}
@@ -257,8 +271,18 @@ func (l *limiter) congested(now time.Time, t ticket, retryAfter time.Duration) {
 	} else {
 		l.hold = probeHold
 	}
+	switch {
+	case !inUse:
+		l.limit /= 2
+	case l.capacity > 0 && found >= l.capacity:
+		// A probe above a known capacity failed: the capacity stands, so back to it rather than
+		// to half of it (every congestion event costs a Retry-After pause already).
+		l.limit = min(l.limit-1, belowCapacity(found))
+	default:
+		l.limit = min(l.limit/2, belowCapacity(found)) // never above the capacity just found
+	}
+	l.limit = max(1, l.limit)
 	l.capacity = found
-	l.limit = max(1, l.limit/2)
 	l.open = min(l.open, l.limit)
 	l.ssthresh = max(belowCapacity(found), l.limit)
 	start := now
@@ -268,11 +292,12 @@ func (l *limiter) congested(now time.Time, t ticket, retryAfter time.Duration) {
 	l.holdUntil = start.Add(l.hold)
 }
 
-// belowCapacity is where slow start stops after a congestion event that revealed capacity c: a
-// sixteenth below it. c is an upper bound that counts, besides what the provider was serving, the
-// answers it had sent that the client had not read yet (many under load), and every overshoot costs
-// a Retry-After pause for every caller; congestion avoidance finds the rest after the hold.
-func belowCapacity(c int) int { return max(1, c-c/16) }
+// belowCapacity is where slow start stops after a congestion event that revealed capacity c:
+// (c-1)/16 below it, a sixteenth of all but the first request. c may count answers the provider
+// had sent that the client had not read yet, and every overshoot costs a Retry-After pause for
+// every caller; congestion avoidance finds the rest after the hold. Up to 16 the margin is none:
+// one request would be more than a sixteenth (at 16, holding 15 leaves 6% of the capacity idle).
+func belowCapacity(c int) int { return max(1, c-(c-1)/16) }
 
 func (l *limiter) succeeded(now time.Time, t ticket) {
 	lat := now.Sub(t.sent)

@@ -339,3 +339,76 @@ func TestLimiterPacingWakesWaiters(t *testing.T) {
 		t.Errorf("granted at level %d, want 10", tk.level)
 	}
 }
+
+// The capacity a congestion event finds is what is still in flight as its refusals come back, the
+// smallest over the event: a refused send that reached the server late (granted while few were
+// in flight) does not make it look small, and the sends that went out while the first refusal
+// was on its way back do not make it look large once their own refusals are in.
+func TestLimiterCapacityIsWhatStaysInFlight(t *testing.T) {
+	l := newLim(t, 8, 1024, 0, 0)
+	l.round(time.Millisecond) // 32
+	l.round(time.Millisecond) // 128
+	ts := l.take(100)         // a server that admits 80; the refused include the 3rd send (it arrived late)
+	refused := append([]ticket{ts[2]}, ts[81:]...)
+	l.release(refused[0], outcome{limited: true})
+	if l.capacity != 99 {
+		t.Fatalf("capacity %d after the first refusal, want 99 (in flight as it came back)", l.capacity)
+	}
+	for _, tk := range refused[1:] {
+		l.release(tk, outcome{limited: true})
+	}
+	if st := l.stats(); l.capacity != 80 || st.Limit != 64 || l.ssthresh != belowCapacity(80) {
+		t.Errorf("capacity %d, limit %d, ssthresh %d; want 80, 64 (halved once), %d", l.capacity, st.Limit, l.ssthresh, belowCapacity(80))
+	}
+}
+
+// A limit that raced past twice the capacity before the first refusal came back is brought down
+// to the capacity found, not only halved: halving would leave it above the capacity after the pause.
+func TestLimiterDecreaseNeverAboveCapacityFound(t *testing.T) {
+	l := newLim(t, 8, 1024, 0, 0)
+	l.round(time.Millisecond) // 32
+	l.round(time.Millisecond) // 128
+	ts := l.take(128)
+	l.release(ts[127], outcome{limited: true})
+	for _, tk := range ts[40:127] { // the server admitted 40: the other refusals come back
+		l.release(tk, outcome{limited: true})
+	}
+	if st := l.stats(); st.Limit != belowCapacity(40) || l.capacity != 40 {
+		t.Errorf("limit %d, capacity %d; want %d and 40 (128/2 = 64 is above it)", st.Limit, l.capacity, belowCapacity(40))
+	}
+}
+
+// A probe above a capacity already found that fails finds the same capacity: the limit goes back
+// to it, not to half of it (the pause the refusal brings is the cost of the probe already).
+func TestLimiterFailedProbeReturnsToCapacity(t *testing.T) {
+	l := newLim(t, 32, 1024, 0, 0)
+	ts := l.take(17)
+	l.release(ts[16], outcome{limited: true}) // capacity 16
+	for _, tk := range ts[:16] {
+		l.release(tk, outcome{ok: true})
+	}
+	l.round(time.Millisecond) // slow start back to 16, where it holds
+	if st := l.stats(); st.Limit != 16 || l.ssthresh != 16 {
+		t.Fatalf("limit %d, ssthresh %d after the first event; want 16 and 16 (held at the capacity itself)", st.Limit, l.ssthresh)
+	}
+	l.clock.Advance(probeHold)
+	l.round(time.Millisecond) // 16 successes at 16: 17
+	if got := l.stats().Limit; got != 17 {
+		t.Fatalf("limit %d after the hold, want 17 (probing)", got)
+	}
+	ts = l.take(17)
+	l.release(ts[16], outcome{limited: true}) // the probe fails: still 16
+	if st := l.stats(); st.Limit != 16 || l.capacity != 16 || l.hold != 2*probeHold {
+		t.Errorf("limit %d, capacity %d, hold %s after a failed probe; want 16, 16, %s", st.Limit, l.capacity, l.hold, 2*probeHold)
+	}
+}
+
+// The margin below a capacity found is a sixteenth of all but the first request: none up to 16,
+// where one request would be more than a sixteenth.
+func TestLimiterBelowCapacity(t *testing.T) {
+	for c, want := range map[int]int{1: 1, 2: 2, 15: 15, 16: 16, 17: 16, 20: 19, 64: 61, 256: 241, 1024: 961} {
+		if got := belowCapacity(c); got != want {
+			t.Errorf("belowCapacity(%d) = %d, want %d", c, got, want)
+		}
+	}
+}

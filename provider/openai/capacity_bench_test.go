@@ -22,7 +22,10 @@ package openai_test
 //     the successful answers' times t_1 ≤ … ≤ t_N (measured at the client, from the start),
 //     we = t_(N−C+1); the last C requests can no longer fill the provider, so the drain is left
 //     out. ws = 2 s (the limiter's start-up is left out), unless we − 2 s < 1 s: then the run
-//     is too short for that window and ws = 0. goodput = #{i : ws < t_i ≤ we} / (we − ws).
+//     is too short for that window and ws = we − 1 s, the last second before the drain (it
+//     begins before 2 s, so it counts more of the start-up, never less; with ws = 0, as before,
+//     a limiter fast enough to finish early was scored on its start-up alone).
+//     goodput = #{i : ws < t_i ≤ we} / (we − ws).
 //     window-start-s and window-end-s report the window used.
 //     For "unlimited", C in these definitions is min(jobs, provider.DefaultMaxLimit): the most
 //     requests the client may have in flight, i.e. the capacity the limiter allows itself.
@@ -218,7 +221,7 @@ func runCapacity(b *testing.B, limit int) capRun {
 		r.we = done[max(0, min(total-c, len(done)-1))]
 		r.ws = capWindowStart
 		if r.we-r.ws < capMinWindowLen {
-			r.ws = 0
+			r.ws = max(0, r.we-capMinWindowLen)
 		}
 		n := 0
 		for _, t := range done {
