@@ -167,6 +167,8 @@ type Core struct {
 	outputsErr *spec.Error
 	state      Status
 
+	startedF map[string]map[string]any // the fields of task_started, one per verb (startedFields)
+
 	// visits counts the iterations the core looked at in its loops over a
 	// task's iterations: the work the tests of linear cost count
 	// (foreach_test.go), which a scan per outcome makes quadratic.
@@ -261,7 +263,7 @@ func (c *Core) Finished(id JobID, r Report, now time.Time) Step {
 func (c *Core) Prepared(id JobID, with map[string]any, now time.Time) Step {
 	c.begin(now)
 	if tr := c.byID[id.Task]; tr != nil {
-		if it := tr.iter(id.Iteration); it != nil && it.state == iterRunning && it.job == id && with != nil {
+		if it := tr.iter(id.Iteration); it != nil && it.state == iterRunning && it.live && tr.jobOf(it) == id && with != nil {
 			it.with = with
 		}
 	}
@@ -434,6 +436,21 @@ func (c *Core) emit(e event.Event) {
 	e.TS = c.now
 	e.RunID = c.cfg.RunID
 	c.step.Events = append(c.step.Events, e)
+}
+
+// startedFields are the fields of a task_started: the same for every task
+// of one verb, so one map for them all (a sink treats an event as
+// read-only, event.Sink).
+func (c *Core) startedFields(verb string) map[string]any {
+	f, ok := c.startedF[verb]
+	if !ok {
+		if c.startedF == nil {
+			c.startedF = map[string]map[string]any{}
+		}
+		f = map[string]any{"verb": verb}
+		c.startedF[verb] = f
+	}
+	return f
 }
 
 func (c *Core) emitRun(kind string, fields map[string]any) {

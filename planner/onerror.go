@@ -79,7 +79,7 @@ func (tr *taskRun) waitingRecover() bool { return tr.count[iterRecoverWait] > 0 
 // (§3.10, usercode.go).
 func (tr *taskRun) recover(c *Core, it *iterRun) {
 	id := JobID{Task: tr.t.ID, Kind: JobRecover, Iteration: it.index, Attempt: it.attempt, Finally: -1}
-	it.job = id
+	it.live = true
 	tr.setState(it, iterRecovering)
 	c.step.Start = append(c.step.Start, Work{ID: id, Eval: &Eval{
 		Scope: c.scope(tr, scopeRecover, it), Recover: tr.t.OnError.Recover, Bindings: tr.t.Bindings,

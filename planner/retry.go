@@ -55,10 +55,10 @@ func (tr *taskRun) timer(c *Core, t Timer) {
 		}
 	case TimerDeadline:
 		if it.state == iterRunning {
-			c.step.Cancel = append(c.step.Cancel, it.job)
+			c.step.Cancel = append(c.step.Cancel, tr.jobOf(it))
 		}
 		tr.setState(it, iterRunning) // leave backoff; the timeout ends the loop
-		it.job = JobID{}
+		it.live = false
 		err := spec.NewError("NIKA-TIMEOUT-001", fmt.Sprintf("task %q timed out after %s", tr.t.ID, tr.t.Timeout),
 			map[string]any{"timeout": tr.t.Timeout.String(), "elapsed_ms": c.now.Sub(it.start).Milliseconds()})
 		tr.handleError(c, it, tr.stamp(err, it.attempt, it.index))

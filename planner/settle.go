@@ -27,8 +27,8 @@ func (tr *taskRun) iterDone(c *Core, it *iterRun) {
 		for i := it.index + 1; i < upTo; i++ {
 			c.visits++
 			if o := tr.iters[i]; o != nil && o.state != iterDone {
-				if o.state == iterRunning || o.state == iterRecovering {
-					c.step.Cancel = append(c.step.Cancel, o.job)
+				if o.live && (o.state == iterRunning || o.state == iterRecovering) {
+					c.step.Cancel = append(c.step.Cancel, tr.jobOf(o))
 				}
 				tr.setState(o, iterDone)
 				o.failed, o.err = false, nil
@@ -217,7 +217,7 @@ func (tr *taskRun) settle(c *Core, status Status, err *spec.Error) {
 		}
 		ev = tr.event(event.TaskCancelled, -1, 0, f)
 	}
-	tr.terminalEv = ev
+	tr.end = terminalEvent{kind: ev.Kind, attempt: ev.Attempt, fields: ev.Fields}
 	tr.phase = phaseSettled
 	c.slotFree(tr)
 	c.becameTerminal(tr)
@@ -259,7 +259,7 @@ func (tr *taskRun) stream(c *Core) {
 // emitHead releases task_started once.
 func (tr *taskRun) emitHead(c *Core) {
 	if tr.hasHead {
-		c.emit(tr.event(event.TaskStarted, -1, 0, map[string]any{"verb": tr.t.Verb}))
+		c.emit(tr.event(event.TaskStarted, -1, 0, c.startedFields(tr.t.Verb)))
 		tr.hasHead = false
 	}
 }
@@ -286,7 +286,7 @@ func (tr *taskRun) release(c *Core) {
 	for _, e := range tr.tail {
 		c.emit(e)
 	}
-	c.emit(tr.terminalEv)
+	c.emit(tr.event(tr.end.kind, -1, tr.end.attempt, tr.end.fields))
 	tr.iters, tr.recWait, tr.items, tr.tail = nil, nil, nil, nil
 	tr.soloIters[0], tr.solo = nil, iterRun{}
 }
@@ -310,10 +310,10 @@ func (tr *taskRun) userCancel(c *Core) {
 			if it == nil || it.state == iterDone {
 				continue
 			}
-			if it.state == iterRunning || it.state == iterRecovering {
-				c.step.Cancel = append(c.step.Cancel, it.job)
+			if it.live && (it.state == iterRunning || it.state == iterRecovering) {
+				c.step.Cancel = append(c.step.Cancel, tr.jobOf(it))
 			}
-			it.job = JobID{}
+			it.live = false
 			tr.setState(it, iterDone)
 			it.failed = true
 			it.err = cancelled

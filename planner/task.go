@@ -38,7 +38,7 @@ type iterRun struct {
 	item     any
 	attempt  int
 	state    iterState
-	job      JobID // the attempt or recover in flight
+	live     bool // its attempt or recover (jobOf) is in flight, not ended by the core
 	timerSeq int
 	start    time.Time // when the attempt loop started (for the timeout's elapsed_ms)
 
@@ -80,7 +80,7 @@ type taskRun struct {
 	relIter int // the iterations below have had their events released (stream)
 
 	tail       []event.Event // on_finally logs, then the terminal event
-	terminalEv event.Event
+	end        terminalEvent // what the terminal event says, released with the rest
 	finallyIdx int
 	skipReason endReason
 	cancelCode string
@@ -166,6 +166,23 @@ func (tr *taskRun) gated(c *Core, r Report) {
 	}
 }
 
+// jobOf is an iteration's job: its recover while it recovers, else its
+// attempt.
+func (tr *taskRun) jobOf(it *iterRun) JobID {
+	k := JobAttempt
+	if it.state == iterRecovering {
+		k = JobRecover
+	}
+	return JobID{Task: tr.t.ID, Kind: k, Iteration: it.index, Attempt: it.attempt, Finally: -1}
+}
+
+// terminalEvent is what a settled task's terminal event says.
+type terminalEvent struct {
+	kind    string
+	attempt int
+	fields  map[string]any
+}
+
 // gateJob is the task's gate job.
 func (tr *taskRun) gateJob() JobID {
 	return JobID{Task: tr.t.ID, Kind: JobGate, Iteration: -1, Finally: -1}
@@ -247,7 +264,7 @@ func (tr *taskRun) startIter(c *Core, it *iterRun) {
 func (tr *taskRun) startAttempt(c *Core, it *iterRun) {
 	it.attempt++
 	id := JobID{Task: tr.t.ID, Kind: JobAttempt, Iteration: it.index, Attempt: it.attempt, Finally: -1}
-	it.job = id
+	it.live = true
 	tr.setState(it, iterRunning)
 	c.step.Start = append(c.step.Start, Work{ID: id, Job: c.job(tr, tr.t.Verb, it.attempt, it.index), Eval: &Eval{
 		Scope: c.scope(tr, scopeWith, it), With: tr.t.With, Body: tr.t.Body, Bindings: tr.t.Bindings,
@@ -265,7 +282,7 @@ func (tr *taskRun) finished(c *Core, id JobID, r Report) {
 		}
 		return
 	case JobRecover:
-		if it := tr.iter(id.Iteration); it != nil && it.state == iterRecovering && it.job == id {
+		if it := tr.iter(id.Iteration); it != nil && it.state == iterRecovering && it.live && tr.jobOf(it) == id {
 			tr.recovered(c, it, r)
 		}
 		return
@@ -276,7 +293,7 @@ func (tr *taskRun) finished(c *Core, id JobID, r Report) {
 		return
 	}
 	it := tr.iter(id.Iteration)
-	if it == nil || it.state != iterRunning || it.job != id {
+	if it == nil || it.state != iterRunning || !it.live || tr.jobOf(it) != id {
 		return // stale: the attempt was cancelled by a timeout or fail-fast
 	}
 	if r.With != nil {
