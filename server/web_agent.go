@@ -12,9 +12,9 @@ import (
 
 // The batch lanes' geometry, in SVG user units.
 const (
-	laneLabel  = 190 // the call's index and tool, left of its bar
-	laneWidth  = 440 // the time axis
-	laneFold   = 70  // "fold n", right of the axis
+	laneLabel  = 160 // the call's index and tool, left of its bar
+	laneWidth  = 320 // the time axis
+	laneFold   = 64  // "fold n", right of the axis
 	laneHeight = 22
 	laneTop    = 22 // the axis and its labels
 )
@@ -211,7 +211,7 @@ func (tv *turnView) lanes(now time.Time) template.HTML {
 			b.WriteString(", " + template.HTMLEscapeString(c.Code))
 		}
 		b.WriteString(`</title>`)
-		fmt.Fprintf(&b, `<text class="name" x="4" y="%d">#%d %s</text>`, y+15, c.Index, template.HTMLEscapeString(cut(c.Tool, 22)))
+		fmt.Fprintf(&b, `<text class="name" x="4" y="%d">#%d %s</text>`, y+15, c.Index, template.HTMLEscapeString(cut(c.Tool, 18)))
 		if !c.Start.IsZero() {
 			end := c.End
 			if end.IsZero() {

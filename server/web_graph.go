@@ -110,7 +110,7 @@ func (g *graphLayout) svg(runID string, states map[string]string, selected strin
 	b.WriteString(strconv.Itoa(g.height))
 	b.WriteString(`" viewBox="0 0 `)
 	b.WriteString(strconv.Itoa(g.width) + " " + strconv.Itoa(g.height))
-	b.WriteString(`"><g class="edges">`)
+	b.WriteString(`"><defs><marker id="arrow" viewBox="0 0 8 8" refX="8" refY="4" markerWidth="7" markerHeight="7" orient="auto"><path d="M0,0 L8,4 L0,8 z"/></marker></defs><g class="edges">`)
 	for _, e := range g.edges {
 		from, to := g.nodes[e[0]], g.nodes[e[1]]
 		x1, y1 := nodeX(from)+nodeWidth, nodeY(from)+nodeHeight/2
@@ -124,7 +124,7 @@ func (g *graphLayout) svg(runID string, states map[string]string, selected strin
 		writeInts(&b, x1, y1)
 		b.WriteString(" C")
 		writeInts(&b, mid, y1, mid, y2, x2, y2)
-		b.WriteString(`"/>`)
+		b.WriteString(`" marker-end="url(#arrow)"/>`)
 	}
 	b.WriteString(`</g><g class="nodes">`)
 	base := "/runs/" + url.PathEscape(runID) + "?task="

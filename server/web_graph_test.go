@@ -81,7 +81,7 @@ tasks:
 			t.Errorf("the SVG lacks %s:\n%s", want, svg)
 		}
 	}
-	if strings.Count(svg, "<a ") != 4 || strings.Count(svg, "<path ") != 4 {
+	if strings.Count(svg, "<a ") != 4 || strings.Count(svg, "<path data-from") != 4 {
 		t.Errorf("nodes and edges: %s", svg)
 	}
 }

@@ -135,6 +135,15 @@
       choose(a.dataset.task || a.dataset.taskLink);
     });
     window.addEventListener("popstate", () => loadPanel(selected(), false));
+    // Cancelling stays on the page: the stream shows the run ending.
+    document.getElementById("cancel-form")?.addEventListener("submit", async (e) => {
+      e.preventDefault();
+      const button = document.getElementById("cancel");
+      button.disabled = true;
+      button.textContent = "Cancelling…";
+      const res = await fetch(e.target.action, { method: "POST", credentials: "same-origin", redirect: "manual" });
+      if (res.type !== "opaqueredirect" && !res.ok) { button.disabled = false; button.textContent = "Cancel run"; }
+    });
 
     const es = new EventSource("/ui/runs/" + encodeURIComponent(id) + "/stream");
     es.addEventListener("live", (m) => {
