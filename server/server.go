@@ -198,6 +198,7 @@ func (s *Server) StopAdmitting() (running, cancelled int) {
 	}
 	running = s.running
 	s.mu.Unlock()
+	s.changes.poke() // the runs pages' streams end once nothing runs
 	for _, r := range queued {
 		s.logf("run %s cancelled while queued (shutting down)", r.id)
 	}

@@ -134,8 +134,8 @@ func (s *Server) handleRunsPage(w http.ResponseWriter, r *http.Request) {
 }
 
 // handleRunsStream is the runs page's Server-Sent Events: every kept run as `event: run` at
-// first, then each run whose row changed, and `event: gone` for a run forgotten. The page
-// filters them itself.
+// first, then each run whose row changed, and `event: gone` for a run forgotten; `event: end`
+// once the server is shutting down and no run is left running. The page filters them itself.
 func (s *Server) handleRunsStream(w http.ResponseWriter, r *http.Request) {
 	sse := startSSE(w)
 	if sse == nil {
@@ -161,6 +161,14 @@ func (s *Server) handleRunsStream(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 		sent = now
+		if s.Draining() {
+			if running, _ := s.Active(); running == 0 {
+				// Nothing will change any more: end, so that shutting down does not wait on
+				// the pages that follow the runs.
+				sse.send("end", "", []byte("{}"))
+				return
+			}
+		}
 		select {
 		case <-wake:
 		case <-r.Context().Done():

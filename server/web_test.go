@@ -434,3 +434,18 @@ func TestWebCancel(t *testing.T) {
 		t.Errorf("a cross-site cancel = %d, want 403", resp.StatusCode)
 	}
 }
+
+// The runs page's stream ends once the server shuts down and nothing runs, so an open page does
+// not hold up the exit.
+func TestWebRunsStreamEndsAtShutdown(t *testing.T) {
+	s, c := start(t, Options{})
+	c.events(c.submit(helloYAML, nil))
+	resp := c.sse(context.Background(), "/ui/runs/stream")
+	defer resp.Body.Close()
+	sc := sseScanner(resp.Body)
+	readSSE(t, sc, func(e sseEvent) bool { return e.kind == "run" })
+	s.StopAdmitting()
+	if rest := readSSE(t, sc, nil); len(rest) == 0 || rest[len(rest)-1].kind != "end" {
+		t.Errorf("after StopAdmitting the stream sent %+v, want it to end", rest)
+	}
+}

@@ -101,9 +101,17 @@ tasks:
 
 // batchOpenAI answers the agent: the first turn asks for three tools in one response (two waits
 // of different lengths and a hash, so the lanes show calls running at once), the second answers.
-func batchOpenAI(w http.ResponseWriter, r *http.Request) {
+// The first answer waits for hold to close, so the test sees the run while it runs.
+type batchOpenAI struct{ hold chan struct{} }
+
+func (f batchOpenAI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	b, _ := io.ReadAll(r.Body)
 	if !strings.Contains(string(b), `"role":"tool"`) {
+		select {
+		case <-f.hold:
+		case <-r.Context().Done():
+			return
+		}
 		io.WriteString(w, `{"choices":[{"index":0,"finish_reason":"tool_calls","message":{"role":"assistant","content":"Checking.","tool_calls":[
  {"id":"call_a","type":"function","function":{"name":"nika_wait","arguments":"{\"duration\":\"240ms\"}"}},
  {"id":"call_b","type":"function","function":{"name":"nika_hash","arguments":"{\"content\":\"alpha\"}"}},
@@ -293,6 +301,14 @@ func (b *browser) dark(on bool) {
 	}
 }
 
+// scripts turns the page's script on or off (Emulation.setScriptExecutionDisabled).
+func (b *browser) scripts(on bool) {
+	b.t.Helper()
+	if _, err := chromedp.Call(b.ctx, emulation.SetScriptExecutionDisabled, emulation.SetScriptExecutionDisabledParams{Value: !on}); err != nil {
+		b.t.Fatalf("turning script on=%v: %v", on, err)
+	}
+}
+
 func (b *browser) noConsoleErrors() {
 	b.t.Helper()
 	b.mu.Lock()
@@ -334,8 +350,15 @@ func allNodes(state string) string {
 // no error on the way.
 func TestWebBrowser(t *testing.T) {
 	chromium := needChromium(t)
-	fake := httptest.NewServer(http.HandlerFunc(batchOpenAI))
+	model := batchOpenAI{hold: make(chan struct{})}
+	fake := httptest.NewServer(model)
 	defer fake.Close()
+	released := false
+	defer func() { // a failing test must not leave the fake server's handler waiting
+		if !released {
+			close(model.hold)
+		}
+	}()
 	dir := t.TempDir()
 	if err := os.WriteFile(filepath.Join(dir, "ceiling.yaml"), []byte(`tools: ["nika:hash", "nika:wait"]`+"\n"), 0o644); err != nil {
 		t.Fatal(err)
@@ -389,6 +412,11 @@ func TestWebBrowser(t *testing.T) {
 	// An agent task: opened from the keyboard, its batch is one lane per tool call.
 	id := submitAPI(t, s, webBriefYAML)
 	b.do("the agent run", chromedp.Navigate(s.url+"/runs/"+id), chromedp.WaitVisible(chromedp.CSS(`#graph a.node[data-task="research"]`)))
+	b.until("the agent task runs, after its dependencies", `(() => { const c = t => document.querySelector('#graph a.node[data-task="' + t + '"]').classList;
+		return c("strategy").contains("st-success") && c("risk").contains("st-success") && c("research").contains("st-running") && c("brief").contains("st-pending"); })()`)
+	b.screenshot("run-live.png")
+	close(model.hold)
+	released = true
 	b.until("every task turns green", allNodes("success"))
 	b.do("choosing the agent task from the keyboard", chromedp.Focus(chromedp.CSS(`#graph a.node[data-task="research"]`)),
 		chromedp.KeyEvent("\r"))
@@ -416,6 +444,15 @@ func TestWebBrowser(t *testing.T) {
 	b.until("the run is cancelled", allNodes("cancelled")+` && document.querySelector("#run-state .badge").textContent === "cancelled"`)
 	b.until("no cancel button once it ended", `document.getElementById("cancel") === null`)
 	b.screenshot("run-cancelled.png")
+
+	// Without script, the static parts still work: the graph's nodes are links to their panel.
+	b.scripts(false)
+	b.do("a run page without script", chromedp.Navigate(s.url+"/runs/"+id), chromedp.WaitVisible(chromedp.CSS(`#graph a.node[data-task="hold"]`)),
+		chromedp.Click(chromedp.CSS(`#graph a.node[data-task="after"]`)), chromedp.WaitVisible(chromedp.ID("task-title")))
+	if got := b.eval(`location.search + " " + document.getElementById("task").dataset.status`); got != "?task=after cancelled" {
+		t.Errorf("without script, choosing a task gave %q", got)
+	}
+	b.scripts(true)
 
 	// Signing out ends the session for this browser.
 	b.do("signing out", chromedp.Click(chromedp.CSS("form.signout button")), chromedp.WaitVisible(chromedp.ID("token")))

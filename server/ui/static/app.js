@@ -57,6 +57,7 @@
       else { row.classList.add("fresh"); body.prepend(row); document.getElementById("runs-empty")?.remove(); }
       shown.textContent = body.rows.length;
     });
+    es.addEventListener("end", () => { es.close(); document.getElementById("live-note").hidden = true; });
     es.addEventListener("gone", (m) => {
       const id = JSON.parse(m.data).id;
       known.delete(id);
@@ -77,7 +78,7 @@
     const final = new Map();   // task -> terminal state (canonical)
     const last = new Map();    // task -> how its last job ended (live)
     const terminal = { task_completed: "success", task_failed: "failure", task_skipped: "skipped", task_cancelled: "cancelled" };
-    let refresh = 0;
+    let refresh = 0, recount = 0;
 
     function paint(task) {
       const node = document.querySelector('#graph a.node[data-task="' + CSS.escape(task) + '"]');
@@ -88,6 +89,18 @@
       const t = node.querySelector("title");
       if (t) t.textContent = t.textContent.replace(/: [a-z]+$/, ": " + st);
       if (selected() === task) schedulePanel();
+      if (!recount) recount = requestAnimationFrame(countTasks);
+    }
+
+    // countTasks redraws the run's task counts from the graph's colours.
+    function countTasks() {
+      recount = 0;
+      const t = { total: 0, running: 0, success: 0, failure: 0, skipped: 0, cancelled: 0 };
+      for (const n of document.querySelectorAll("#graph a.node")) {
+        t.total++;
+        for (const st of ["running", "success", "failure", "skipped", "cancelled"]) if (n.classList.contains("st-" + st)) t[st]++;
+      }
+      document.getElementById("run-counts")?.replaceChildren(counts(t));
     }
 
     function selected() {
