@@ -41,6 +41,7 @@ Usage:
   nika schema                               print the JSON Schema of the workflow format
   nika mcp                                  serve nika_check, nika_explain, nika_schema and nika_graph
                                             over MCP on stdio (read-only; runs nothing)
+  nika lsp [--model M]                      serve the Language Server Protocol on stdio for editors
   nika serve [--addr ADDR] [--auth-token T] [--permits FILE] [--secret-env NAME]... [--workflows DIR]
              [--max-runs N] [--queue N] [--max-body BYTES] [--keep-runs N] [--shutdown-timeout DUR]
              [--trace-dir DIR] [--model M] [--max-parallel-tasks N] [--max-parallel-tools N]
@@ -75,6 +76,8 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return cmdSchema(rest, stdout, stderr)
 	case "mcp":
 		return cmdMCP(rest, stdin, stdout, stderr)
+	case "lsp":
+		return cmdLSP(rest, stdin, stdout, stderr)
 	case "version", "--version", "-version":
 		if len(rest) > 0 {
 			fmt.Fprintf(stderr, "nika version: takes no arguments\n")
