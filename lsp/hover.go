@@ -320,10 +320,19 @@ func outputMarkdown(t *spec.Task) string {
 	body, _ := t.Body.(map[string]any)
 	switch t.Verb {
 	case "infer", "agent":
+		// As the checker has it: a schema's document; else text, except an
+		// agent that may call nika:done, which returns any value.
+		tools, _ := body["tools"].([]any)
+		globs := make([]string, 0, len(tools))
+		for _, g := range tools {
+			if s, ok := g.(string); ok {
+				globs = append(globs, s)
+			}
+		}
 		switch {
 		case t.SchemaDoc != nil:
 			shape = t.SchemaDoc
-		case body != nil && body["schema"] == nil && t.Verb == "infer":
+		case body != nil && body["schema"] == nil && !(t.Verb == "agent" && spec.ToolAllowed(globs, "nika:done")):
 			shape = map[string]any{"type": "string"}
 		}
 	case "exec":

@@ -25,7 +25,6 @@ const (
 	codeInvalidParams        = -32602
 	codeInternalError        = -32603
 	codeServerNotInitialized = -32002
-	codeRequestFailed        = -32803
 )
 
 // errFraming is a header the server cannot read past: without a valid

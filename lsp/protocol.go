@@ -110,13 +110,11 @@ type hover struct {
 
 // Completion item kinds used.
 const (
-	kindText     = 1
 	kindFunction = 3
 	kindField    = 5
 	kindVariable = 6
 	kindModule   = 9
 	kindProperty = 10
-	kindValue    = 12
 	kindEnum     = 13
 	kindKeyword  = 14
 	kindRef      = 18

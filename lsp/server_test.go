@@ -136,3 +136,51 @@ func TestDidChangeRepublishes(t *testing.T) {
 	}, "the empty publication of a closed document")
 	c.shutdown()
 }
+
+// A text with a byte-order mark and CRLF line breaks: the checker drops the
+// mark, the editor's text keeps it (one UTF-16 unit on line 0); every
+// finding still lands on its character.
+func TestDiagnosticsWithBOMAndCRLF(t *testing.T) {
+	text := "\ufeff" + strings.ReplaceAll(fixture(t, "broken.nika.yaml"), "\n", "\r\n")
+	c := start(t, Options{}, nil)
+	c.initialize()
+	c.open(brokenURI, text)
+	got := c.diagnostics(brokenURI, 1)
+	want := spec.CheckSource("/work/flows/broken.nika.yaml", []byte(text), spec.CheckOptions{}).Findings
+	if len(got.Diagnostics) != len(want) {
+		t.Fatalf("%d diagnostics, want %d", len(got.Diagnostics), len(want))
+	}
+	lines := strings.Split(strings.TrimPrefix(text, "\ufeff"), "\r\n")
+	for i, f := range want {
+		prefix := []rune(lines[f.Pos.Line-1])[:f.Pos.Column-1]
+		w := Position{Line: f.Pos.Line - 1, Character: len(utf16.Encode(prefix))}
+		if f.Pos.Line == 1 {
+			w.Character++ // the mark
+		}
+		if got.Diagnostics[i].Range.Start != w {
+			t.Errorf("%s at %v: starts at %+v, want %+v", f.Code, f.Pos, got.Diagnostics[i].Range.Start, w)
+		}
+	}
+	c.shutdown()
+}
+
+// While the text does not parse, completion takes names from the latest
+// text that did.
+func TestCompletionFromTheLastTextThatParsed(t *testing.T) {
+	valid := fixture(t, "valid.nika.yaml")
+	c := start(t, Options{}, nil)
+	c.initialize()
+	c.open(validURI, valid)
+	c.diagnostics(validURI, 1)
+	broken := strings.Replace(valid, "    infer:\n      prompt: \"Report", "    bad: [\n    infer:\n      prompt: \"${{ vars. }} Report", 1)
+	c.change(validURI, 2, contentChange{Text: broken})
+	d := c.diagnostics(validURI, 2)
+	if len(d.Diagnostics) != 1 || d.Diagnostics[0].Code != "NIKA-PARSE-001" {
+		t.Fatalf("the edited text should not parse: %+v", d.Diagnostics)
+	}
+	got, order := labels(t, c, validURI, at(t, broken, "${{ vars. }}", len("${{ vars.")))
+	if _, ok := got["topic"]; !ok {
+		t.Errorf("no var names while the text does not parse: %v", order)
+	}
+	c.shutdown()
+}
