@@ -16,6 +16,8 @@ import (
 //   - every finding whose detail has a "did you mean `X`?" gets "Change `W`
 //     to `X`": W, the wrong name, is the quoted name of the message found in
 //     the finding's range (for a dotted `vars.nam`, its last part);
+//   - a key from another workflow dialect whose detail names the nika key
+//     (`after` → "Use `depends_on`.") gets "Rename `after` to `depends_on`";
 //   - NIKA-DAG-003 gets "Add `X` to depends_on of `T`": X appended to T's
 //     list (flow or block), or a `depends_on: [X]` line after T's `id:`.
 
@@ -23,6 +25,7 @@ var (
 	didYouMeanRE = regexp.MustCompile("(?i)did you mean `([^`]+)`\\?")
 	quotedRE     = regexp.MustCompile("`([^`]+)`|\"([^\"]+)\"|'([^']+)'")
 	missingEdge  = regexp.MustCompile("^Add `([^`]+)` to `depends_on` of `([^`]+)`")
+	dialectKey   = regexp.MustCompile("^Use `([a-z_]+)`\\. Remove `([^`]+)`\\.$")
 )
 
 func (s *server) codeAction(raw json.RawMessage) (any, *rpcError) {
@@ -71,6 +74,11 @@ func (sn *snapshot) fixes(f spec.Finding, from, to int) []codeAction {
 			out = append(out, a)
 		}
 	}
+	if m := dialectKey.FindStringSubmatch(f.Detail); m != nil && f.Code == spec.CodeParseUnknownField {
+		if a, ok := sn.renameFix(spec.Finding{Message: "`" + m[2] + "`"}, from, to, m[1]); ok {
+			out = append(out, a)
+		}
+	}
 	if f.Code == spec.CodeDAGMissingEdge {
 		if m := missingEdge.FindStringSubmatch(f.Detail); m != nil {
 			if a, ok := sn.addEdgeFix(m[1], m[2]); ok {
@@ -104,8 +112,12 @@ func (sn *snapshot) renameFix(f spec.Finding, from, to int, want string) (codeAc
 			continue
 		}
 		r := sn.lines.rangeOf(at, at+len(last))
+		verb := "Change"
+		if end := at + len(last); end < len(sn.text) && sn.text[end] == ':' {
+			verb = "Rename" // a mapping key
+		}
 		return codeAction{
-			Title:       fmt.Sprintf("Change `%s` to `%s`", last, want),
+			Title:       fmt.Sprintf("%s `%s` to `%s`", verb, last, want),
 			IsPreferred: true,
 			Edit:        workspaceEdit{Changes: map[string][]textEdit{sn.uri: {{Range: r, NewText: want}}}},
 		}, true

@@ -250,9 +250,9 @@ func TestCodeActions(t *testing.T) {
 		title    string
 		was, now string
 	}{
-		{at(t, broken, "modle", 1), "Change `modle` to `model`", "modle: mock/echo", "model: mock/echo"},
+		{at(t, broken, "modle", 1), "Rename `modle` to `model`", "modle: mock/echo", "model: mock/echo"},
 		{at(t, broken, "nika:fetc", 3), "Change `nika:fetc` to `nika:fetch`", "tool: nika:fetc\n", "tool: nika:fetch\n"},
-		{at(t, broken, "depnds_on", 0), "Change `depnds_on` to `depends_on`", "depnds_on: [fetch]", "depends_on: [fetch]"},
+		{at(t, broken, "depnds_on", 0), "Rename `depnds_on` to `depends_on`", "depnds_on: [fetch]", "depends_on: [fetch]"},
 		{at(t, broken, "${{ vars.nam }}", 0), "Change `nam` to `name`", "${{ vars.nam }}", "${{ vars.name }}"},
 		{at(t, broken, "fetsh", 0), "Change `fetsh` to `fetch`", "[fetsh]", "[fetch]"},
 		{at(t, broken, "${{ tasks.fetch.output }} 🚀", 0), "Add `fetch` to depends_on of `summarize`",
@@ -296,5 +296,33 @@ func TestCodeActions(t *testing.T) {
 	}, &actions)
 	if len(actions) != 0 {
 		t.Errorf("actions on a comment: %+v", actions)
+	}
+}
+
+// A key from another workflow dialect is renamed to the nika key its detail
+// names; a hint that is not a key (the envelope's `flows`) gets no fix.
+func TestCodeActionForDialectKeys(t *testing.T) {
+	text := head + "flows: x\ntasks:\n  - id: a\n    infer: { prompt: p }\n  - id: b\n    after: [a]\n    infer: { prompt: p }\n"
+	c := session(t, validURI, text, Options{})
+	for _, tc := range []struct {
+		needle, title string
+	}{{"after", "Rename `after` to `depends_on`"}, {"flows", ""}} {
+		var actions []codeAction
+		p := at(t, text, tc.needle, 1)
+		c.call("textDocument/codeAction", map[string]any{
+			"textDocument": map[string]any{"uri": validURI}, "range": Range{p, p},
+			"context": map[string]any{"diagnostics": []any{}}}, &actions)
+		if tc.title == "" {
+			if len(actions) != 0 {
+				t.Errorf("%s: actions %+v, want none", tc.needle, actions)
+			}
+			continue
+		}
+		if len(actions) != 1 || actions[0].Title != tc.title {
+			t.Fatalf("%s: actions %+v, want %q", tc.needle, actions, tc.title)
+		}
+		if fixed := applyEdits(t, text, actions[0], validURI); fixed != strings.Replace(text, "after: [a]", "depends_on: [a]", 1) {
+			t.Errorf("after the fix:\n%s", fixed)
+		}
 	}
 }
