@@ -41,17 +41,26 @@ func (d *driver) inspector() func(ctx context.Context, view string) (any, error)
 	}
 }
 
-// answer builds a view on the driver goroutine.
+// answer builds a view on the driver goroutine: the core's, or the
+// threads, which only the driver knows (the jobs running now).
 func (d *driver) answer(view string) any {
+	if view == ViewThreads {
+		return d.inspectThreads()
+	}
+	return d.core.View(view)
+}
+
+// View answers nika:inspect's cost, records and dag_info views from the
+// core's state (between two inputs, on the goroutine that feeds it); nil
+// for any other view (threads belongs to the driver).
+func (c *Core) View(view string) any {
 	switch view {
 	case ViewCost:
-		return d.core.inspectCost()
+		return c.inspectCost()
 	case ViewRecords:
-		return d.core.inspectRecords()
+		return c.inspectRecords()
 	case ViewDAG:
-		return d.core.inspectDAG()
-	case ViewThreads:
-		return d.inspectThreads()
+		return c.inspectDAG()
 	}
 	return nil // the builtin validated view against its enum first
 }

@@ -22,7 +22,7 @@ package planner
 //
 //	workflow [seed=N] [parallel=N] [vars=JSON]   compile the input (after "nika: v1\nworkflow: t\n")
 //	start [cancelled]                           Core.Start (StartCancelled)
-//	done JOB [output=JSON] [error=CODE] [emit=MSG]
+//	done JOB [output=JSON] [error=CODE] [emit=MSG] [usage=MODEL:IN:OUT]
 //	                                            run JOB's user code with that verb outcome
 //	                                            (default output "ok"), then Core.Finished
 //	prepare JOB                                 evaluate an attempt's with, then Core.Prepared
@@ -31,6 +31,7 @@ package planner
 //	advance DURATION                            the clock moves on
 //	cancel                                      Core.Cancel (the user's cancellation)
 //	result                                      Core.Result
+//	view cost|records|dag_info                  Core.View (nika:inspect)
 //
 // Jobs are named task#attempt, task[iteration]#attempt, task#attempt/recover,
 // task/finallyN, task/gate and outputs.
@@ -225,6 +226,12 @@ func (h *scriptHarness) run(b scriptBlock) []string {
 		return h.done(pos, args, fail)
 	case "result":
 		return h.result()
+	case "view":
+		v, err := canon.Marshal(h.core.View(pos[0]))
+		if err != nil {
+			return fail("%v", err)
+		}
+		return []string{string(v)}
 	}
 	return fail("unknown command")
 }
@@ -241,11 +248,21 @@ func (h *scriptHarness) done(pos []string, args map[string]string, fail func(str
 	}
 	delete(h.pending, name)
 	var out []string
+	var usage []workflow.Usage // usage=MODEL:IN:OUT, one provider request
+	if u, ok := args["usage"]; ok {
+		p := strings.Split(u, ":")
+		if len(p) != 3 {
+			return fail("usage=MODEL:IN:OUT")
+		}
+		in, _ := strconv.Atoi(p[1])
+		o, _ := strconv.Atoi(p[2])
+		usage = []workflow.Usage{{Model: p[0], InputTokens: in, OutputTokens: o, Reported: true}}
+	}
 	verb := func(job workflow.Job) workflow.Outcome {
 		f, _ := canon.Marshal(job.Fields)
 		out = append(out, fmt.Sprintf("verb %s %s %s", name, job.Verb, f))
 		if code, ok := args["error"]; ok {
-			return workflow.Failed(spec.NewError(code, "scripted failure", nil))
+			return workflow.Outcome{Err: spec.NewError(code, "scripted failure", nil), Usage: usage}
 		}
 		var v any = "ok"
 		if o, ok := args["output"]; ok {
@@ -253,7 +270,7 @@ func (h *scriptHarness) done(pos []string, args map[string]string, fail func(str
 				h.t.Fatalf("%s: output: %v", name, err)
 			}
 		}
-		return workflow.Outcome{Output: v}
+		return workflow.Outcome{Output: v, Usage: usage}
 	}
 	ctx := context.Background()
 	var rep Report
