@@ -14,11 +14,13 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/andybalholm/cascadia"
 	"golang.org/x/net/html/charset"
 	"golang.org/x/net/http/httpguts"
 
 	"github.com/nikahq/nika/spec"
 	"github.com/nikahq/nika/spec/canon"
+	"github.com/nikahq/nika/spec/catalog"
 	"github.com/nikahq/nika/spec/jq"
 	"github.com/nikahq/nika/tools/htmltext"
 	"github.com/nikahq/nika/tools/netfloor"
@@ -41,13 +43,21 @@ import (
 //   - charset: the Content-Type charset (a WHATWG label) decodes the body; without one, or with
 //     an unknown one, the body is UTF-8; a UTF-8 BOM is dropped; invalid sequences become U+FFFD.
 //     <meta charset> is not consulted (§7.5: the Content-Type charset, defaulting to UTF-8).
-//   - binary: the text modes (markdown, text, links, metadata) refuse a binary body with
+//   - binary: the text modes (markdown, text, links, metadata, article, selector) refuse a binary body with
 //     NIKA-BUILTIN-FETCH-003: an image, audio, video or font media type, a known archive or
 //     executable type (application/octet-stream, pdf, zip, gzip, …), or a NUL character in the
 //     first 8 KiB of the decoded text. Mode jq needs no such rule: such a body is not JSON.
 //   - HTML: a body is HTML when its media type is text/html or application/xhtml+xml, or when
-//     there is no Content-Type and it sniffs as HTML. links of a non-HTML body are [], and its
-//     metadata has null/{} values; markdown and text return a non-HTML text body as it is.
+//     there is no Content-Type and it sniffs as HTML. links and selector of a non-HTML body are
+//     [], and its metadata has null/{} values; markdown, text and article return a non-HTML text
+//     body as it is.
+//   - article: tools/htmltext.Article — Readability picks the main content, our Markdown rules
+//     write it, the title first as a `#` heading; a page with no readable content is "".
+//   - selector: tools/htmltext.Select — one string per matching element, its visible text as
+//     mode text renders it, in document order. The selector compiles with spec/catalog's
+//     ParseSelector, the static check's own parser (a bad literal is NIKA-BUILTIN-001 before the
+//     run, a bad resolved one NIKA-INVOKE-002). The texts, counted as their bytes plus one per
+//     match, are bounded by max_bytes like the body: past it NIKA-BUILTIN-FETCH-003.
 //   - metadata.content_type is the Content-Type header as the server sent it (null if absent).
 //   - FETCH-001's body_excerpt is the first KiB of the body, decoded, cut at a character
 //     boundary (at most 1024 bytes of UTF-8).
@@ -79,9 +89,10 @@ type fetchArgs struct {
 	u                    *url.URL
 	timeout              time.Duration
 	maxBytes             int64
-	prog                 *jq.Program // mode jq
-	body                 []byte      // nil: no body
-	contentType          string      // the Content-Type the body implies; "" for none
+	prog                 *jq.Program            // mode jq
+	sel                  cascadia.SelectorGroup // mode selector
+	body                 []byte                 // nil: no body
+	contentType          string                 // the Content-Type the body implies; "" for none
 }
 
 func runFetch(ctx context.Context, in *invocation) (any, error) {
@@ -158,10 +169,10 @@ func readFetchArgs(in *invocation) (*fetchArgs, error) {
 		return nil, err
 	}
 	switch a.mode {
-	case "markdown", "text", "jq", "metadata", "links":
+	case "markdown", "text", "jq", "metadata", "links", "article", "selector":
 	default:
-		// The schema's enum already refuses the non-floor modes; this guards a catalog change.
-		return nil, in.badValue("mode", a.mode, "a mode this engine supports (markdown, text, jq, metadata or links)")
+		// The schema's enum already refuses the modes this engine lacks; this guards a catalog change.
+		return nil, in.badValue("mode", a.mode, "a mode this engine supports (markdown, text, jq, metadata, links, article or selector)")
 	}
 	if s, err := in.str("timeout", ""); err != nil {
 		return nil, err
@@ -189,6 +200,17 @@ func readFetchArgs(in *invocation) (*fetchArgs, error) {
 		}
 		if a.prog, err = jq.Compile(src); err != nil {
 			return nil, spec.NewError(codeJQCompile, err.Error(), map[string]any{"arg": "jq"}).Wrap(err)
+		}
+	}
+	if a.mode == "selector" {
+		src, err := in.str("selector", "")
+		if err != nil {
+			return nil, err
+		}
+		// The contract check already compiled it with the same parser; this keeps the error if
+		// the two ever part.
+		if a.sel, err = catalog.ParseSelector(src); err != nil {
+			return nil, in.badValue("selector", src, "a valid CSS selector: "+err.Error())
 		}
 	}
 	if a.u, err = url.Parse(a.rawURL); err != nil || a.u.Host == "" {
@@ -235,6 +257,16 @@ func fetchOutput(ctx context.Context, a *fetchArgs, r *fetchResponse) (any, erro
 			return []any{}, nil
 		}
 		return htmltext.Links(text, r.url), nil
+	case "article":
+		if !isHTML {
+			return text, nil
+		}
+		return htmltext.Article(text, r.url), nil
+	case "selector":
+		if !isHTML {
+			return []any{}, nil
+		}
+		return selectOutput(ctx, a, r, text)
 	default: // metadata
 		m := &htmltext.Meta{OG: map[string]any{}, Twitter: map[string]any{}}
 		if isHTML {
@@ -242,6 +274,25 @@ func fetchOutput(ctx context.Context, a *fetchArgs, r *fetchResponse) (any, erro
 		}
 		return metadataOutput(r, m), nil
 	}
+}
+
+// selectOutput is mode selector's list: the text of each match, bounded by max_bytes.
+func selectOutput(ctx context.Context, a *fetchArgs, r *fetchResponse, text string) (any, error) {
+	texts, err := htmltext.Select(ctx, text, a.sel, a.maxBytes)
+	switch {
+	case errors.Is(err, htmltext.ErrTooLarge):
+		return nil, spec.NewError(codeFetchBody,
+			fmt.Sprintf("the text matched by `selector` in %s %s is larger than max_bytes (%d bytes); narrow the selector (matches inside matches repeat their text) or raise `max_bytes`",
+				a.method, redactURL(r.url), a.maxBytes),
+			map[string]any{"url": redactURL(r.url), "max_bytes": a.maxBytes, "selector": a.sel.String()})
+	case err != nil:
+		return nil, cancelError(ctx)
+	}
+	out := make([]any, len(texts))
+	for i, t := range texts {
+		out[i] = t
+	}
+	return out, nil
 }
 
 // requestBody is the request body and the Content-Type it implies ("" for none).

@@ -260,8 +260,11 @@ func TestFetchArgumentContract(t *testing.T) {
 	}{
 		{"mode jq without jq", map[string]any{"url": u, "mode": "jq"}, "requires `jq`"},
 		{"jq without mode jq", map[string]any{"url": u, "jq": "."}, "only allowed with mode `jq`"},
-		{"mode article", map[string]any{"url": u, "mode": "article"}, "/mode"},
-		{"mode selector", map[string]any{"url": u, "mode": "selector", "selector": "p"}, "selector"},
+		{"mode selector without selector", map[string]any{"url": u, "mode": "selector"}, "requires `selector`"},
+		{"bad selector", map[string]any{"url": u, "mode": "selector", "selector": "p >"}, "not a valid CSS selector"},
+		{"empty selector", map[string]any{"url": u, "mode": "selector", "selector": ""}, "/selector"},
+		{"selector not a string", map[string]any{"url": u, "mode": "selector", "selector": []any{"p"}}, "/selector"},
+		{"jq with mode selector", map[string]any{"url": u, "mode": "selector", "selector": "p", "jq": "."}, "only allowed with mode `jq`"},
 		{"mode feed", map[string]any{"url": u, "mode": "feed"}, "/mode"},
 		{"mode sitemap", map[string]any{"url": u, "mode": "sitemap"}, "/mode"},
 		{"selector argument", map[string]any{"url": u, "selector": "p"}, "selector"},

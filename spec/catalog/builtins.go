@@ -22,8 +22,8 @@ const (
 )
 
 var (
-	fetchModes        = []string{"markdown", "text", "jq", "metadata", "links"}
-	fetchUnsupported  = []string{"article", "selector", "feed", "sitemap"} // LANGUAGE.md §7.5, not in this engine
+	fetchModes        = []string{"markdown", "text", "jq", "metadata", "links", "article", "selector"}
+	fetchUnsupported  = []string{"feed", "sitemap"} // LANGUAGE.md §7.5, not in this engine
 	notifyChannels    = []string{"webhook"}
 	notifyUnsupported = []string{"slack", "email", "discord", "sms"} // optional channels, not in this engine (D25)
 	dateOps           = []string{"now", "add", "subtract", "format", "parse", "diff"}
@@ -374,19 +374,22 @@ func networkBuiltins() []*Builtin {
 	return []*Builtin{
 		{
 			Name:        "nika:fetch",
-			Description: "Fetch an http(s) URL and return the response converted by `mode`: Markdown (default), visible text, the result of a jq program over a JSON body, page metadata, or the page's links.",
+			Description: "Fetch an http(s) URL and return the response converted by `mode`: Markdown (default), visible text, the result of a jq program over a JSON body, page metadata, the page's links, its main content as Markdown, or the text of the elements a CSS selector matches.",
 			Params: params(
 				req("url", with(str("The http or https URL."), "format", "uri", "minLength", 1)),
 				opt("method", with(enum("The HTTP method.", "GET", "POST", "PUT", "PATCH", "DELETE", "HEAD"), "default", "GET")),
 				opt("headers", with(obj{"type": "object", "additionalProperties": obj{"type": "string"}, "description": "Request headers, name to value."}, "default", obj{})),
 				opt("body", anyValue("The request body: a string is sent verbatim, any other value as canonical JSON with Content-Type application/json unless set.")),
-				opt("mode", with(enum("`markdown`: HTML as Markdown; `text`: visible text; `jq`: run `jq` over the JSON body; `metadata`: {url, status, content_type, title, description, canonical, lang, og, twitter}; `links`: [{url, text}].",
+				opt("mode", with(enum("`markdown`: HTML as Markdown; `text`: visible text; `jq`: run `jq` over the JSON body; `metadata`: {url, status, content_type, title, description, canonical, lang, og, twitter}; `links`: [{url, text}]; `article`: the main content, extracted readability-style, as Markdown; `selector`: [text of each element `selector` matches].",
 					fetchModes...), "default", "markdown")),
 				opt("jq", str("The jq program for mode `jq` (required there, not allowed otherwise); it must produce exactly one value.")),
+				opt("selector", with(str("The CSS selector for mode `selector` (required there, not allowed otherwise), e.g. `h2, h3` or `table.prices td:nth-child(2)`."), "minLength", 1)),
 				opt("timeout", with(str("Per-request timeout as a Go duration, redirects included."), "default", "30s")),
 				opt("max_bytes", with(integer("The maximum body size in bytes."), "minimum", 1, "default", fetchMaxBytes)),
 			),
-			Output:  anyOutput,
+			Output: canonical(obj{"description": "By mode: a string (`markdown`, `text`, `article`); [{url, text}] (`links`); [string], one per match (`selector`); " +
+				"{url, status, content_type, title, description, canonical, lang, og, twitter} (`metadata`); the jq program's value (`jq`). " +
+				"A HEAD request gives {url, status, content_type, content_length, headers} (mode `jq` runs its program over it)."}),
 			Floor:   true,
 			Effects: []string{effNet},
 			Codes:   []string{codes.BuiltinFetchStatus, codes.BuiltinFetchTransport, codes.BuiltinFetchBody, codes.BuiltinJQCompile},

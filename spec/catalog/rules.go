@@ -258,26 +258,16 @@ func opArgsText(allowed []string, required map[string]bool) string {
 	return strings.Join(parts, ", ")
 }
 
-// specialFetch replaces the generic checks of `mode` values this engine does not support and
-// of `selector`, which only the unsupported mode `selector` uses.
+// specialFetch replaces the generic enum check of the `mode` values this engine does not
+// support (LANGUAGE.md §7.5: NIKA-BUILTIN-001, "mode not supported by this engine").
 func specialFetch(c *call, i int) bool {
 	a := c.args[i]
-	switch a.Name {
-	case "mode":
-		if a.Dynamic || a.StringTyped {
-			return false
-		}
-		if m, ok := a.Value.(string); ok && slices.Contains(fetchUnsupported, m) {
-			c.fail("mode", fmt.Sprintf("mode `%s` is not supported by this engine", m),
-				fmt.Sprintf("Use one of the supported modes %s.", quotedList(fetchModes)))
-			return true
-		}
-	case "selector":
-		if m, ok := c.get("mode"); ok && !m.Dynamic && m.Value == "selector" {
-			return true // the unsupported mode is the issue
-		}
-		c.fail("selector", "`selector` is only used by mode `selector`, which this engine does not support",
-			"Remove `selector`; use mode `markdown`, `text` or `links` and pick the parts you need with a later task.")
+	if a.Name != "mode" || a.Dynamic || a.StringTyped {
+		return false
+	}
+	if m, ok := a.Value.(string); ok && slices.Contains(fetchUnsupported, m) {
+		c.fail("mode", fmt.Sprintf("mode `%s` is not supported by this engine", m),
+			fmt.Sprintf("Use one of the supported modes %s.", quotedList(fetchModes)))
 		return true
 	}
 	return false
@@ -299,9 +289,21 @@ func checkFetch(c *call) {
 	case modeKnown && mode != "jq" && c.has("jq"):
 		c.fail("jq", fmt.Sprintf("`jq` is only allowed with mode `jq`, not `%s`", mode), "Set `mode: jq`, or remove `jq`.")
 	}
+	switch {
+	case modeKnown && mode == "selector" && !c.has("selector"):
+		c.fail("", "mode `selector` requires `selector`", "Add `selector` with the CSS selector of the elements to read, e.g. `selector: h2`.")
+	case modeKnown && mode != "selector" && c.has("selector"):
+		c.fail("selector", fmt.Sprintf("`selector` is only allowed with mode `selector`, not `%s`", mode), "Set `mode: selector`, or remove `selector`.")
+	}
 	if src, ok := c.str("jq"); ok {
 		if is := checkJQ(src); is != nil {
 			c.add(Issue{Code: codes.BuiltinJQCompile, Arg: "jq", Message: is.msg, Detail: is.detail})
+		}
+	}
+	if sel, ok := c.str("selector"); ok && sel != "" {
+		if _, err := ParseSelector(sel); err != nil {
+			c.fail("selector", fmt.Sprintf("`selector` `%s` is not a valid CSS selector: %v", sel, err),
+				"Use a CSS selector such as `h2`, `article p`, `a[href]` or `ul > li:first-child`; pseudo-elements (`::before`) are not supported.")
 		}
 	}
 	checkTimeout(c, "timeout")

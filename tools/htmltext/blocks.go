@@ -214,19 +214,7 @@ func (c *converter) tableRows(t *html.Node) [][]string {
 			switch {
 			case dropped(ch):
 			case isElement(ch, atom.Tr):
-				var cells []string
-				for cell := ch.FirstChild; cell != nil; cell = cell.NextSibling {
-					if (isElement(cell, atom.Td) || isElement(cell, atom.Th)) && !dropped(cell) {
-						w := &inlineBuf{}
-						c.inlineChildren(w, cell, false)
-						t := oneLineText(w.String())
-						if c.md {
-							t = strings.ReplaceAll(t, "|", `\|`)
-						}
-						cells = append(cells, t)
-					}
-				}
-				if len(cells) > 0 {
+				if cells := c.rowCells(ch); len(cells) > 0 {
 					rows = append(rows, cells)
 				}
 			case isElement(ch, atom.Thead), isElement(ch, atom.Tbody), isElement(ch, atom.Tfoot):
@@ -236,6 +224,23 @@ func (c *converter) tableRows(t *html.Node) [][]string {
 	}
 	walk(t)
 	return rows
+}
+
+// rowCells returns the text of the cells of a table row.
+func (c *converter) rowCells(tr *html.Node) []string {
+	var cells []string
+	for cell := tr.FirstChild; cell != nil; cell = cell.NextSibling {
+		if (isElement(cell, atom.Td) || isElement(cell, atom.Th)) && !dropped(cell) {
+			w := &inlineBuf{}
+			c.inlineChildren(w, cell, false)
+			t := oneLineText(w.String())
+			if c.md {
+				t = strings.ReplaceAll(t, "|", `\|`)
+			}
+			cells = append(cells, t)
+		}
+	}
+	return cells
 }
 
 // preText is the text of a <pre>, whitespace kept, <br> as a newline.

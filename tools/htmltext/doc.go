@@ -1,6 +1,8 @@
-// Package htmltext converts the HTML of a fetched page for nika:fetch's floor modes (LANGUAGE.md
-// §7.5, D39): Markdown, visible text, links and metadata, over golang.org/x/net/html's HTML5
-// parse tree. It never fails: any bytes give a result, in valid UTF-8.
+// Package htmltext converts the HTML of a fetched page for nika:fetch (LANGUAGE.md §7.5, D39):
+// Markdown, visible text, links and metadata (the floor modes), the main content as Markdown
+// (Article, mode `article`) and the text of the elements a CSS selector matches (Select, mode
+// `selector`), over golang.org/x/net/html's HTML5 parse tree. The converters never fail: any
+// bytes give a result, in valid UTF-8; Select stops only on its context and its output bound.
 //
 // Both converters first build the same block structure (paragraphs, headings, code, rules,
 // lists, quotes, tables), then render it:
@@ -27,5 +29,12 @@
 //     (span, strong, …) that contains blocks is transparent.
 //   - A page nesting more than 512 elements, which x/net/html refuses to parse, is read token by
 //     token into a flat document (flatDocument): its text, links and metadata survive, its
-//     structure (lists, tables, emphasis) does not.
+//     structure (lists, tables, emphasis) does not. Article and Select read that flat document
+//     too.
+//   - Article: codeberg.org/readeck/go-readability/v2 (Readability.js 0.6, the maintained fork of
+//     go-shiori/go-readability, which is deprecated in its favour) chooses the content; the
+//     Markdown rules above write it (see Article).
+//   - Select: the selector is cascadia's (the engine goquery wraps; spec/catalog.ParseSelector
+//     compiles it for the static check and for nika:fetch alike), matched node by node here so
+//     that a cancelled call stops and the output stays bounded (see Select).
 package htmltext

@@ -88,8 +88,13 @@ func Text(text string) string {
 	text = strings.ToValidUTF8(text, "\uFFFD")
 	doc := parseHTML(text)
 	c := newConverter(doc, false, nil)
+	return textOf(c.blocksOf(doc))
+}
+
+// textOf renders blocks as text: at most one blank line in a row, lines and the whole trimmed.
+func textOf(blocks []block) string {
 	var lines []string
-	renderText(c.blocksOf(doc), &lines)
+	renderText(blocks, &lines)
 	var out []string
 	blank := false
 	for _, l := range lines {
