@@ -509,7 +509,7 @@ func (c *Core) endRun(outputs map[string]any, outputsErr *spec.Error) {
 		c.emitRun(event.WorkflowFailed, f)
 	case c.cancelled:
 		c.state = StatusCancelled
-		c.emitRun(event.WorkflowCancelled, map[string]any{"state": string(c.state), "error": "NIKA-CANCEL-001", "timing": timing})
+		c.emitRun(event.WorkflowCancelled, map[string]any{"state": string(c.state), "error": spec.CodeCancel, "timing": timing})
 	default:
 		c.state = StatusSuccess
 		c.emitRun(event.WorkflowCompleted, map[string]any{"state": string(c.state), "timing": timing})

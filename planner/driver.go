@@ -346,7 +346,7 @@ func (j *verbJob) run() {
 		rep = j.eval.runAttempt(ctx, j.job, j.prepared, j.runVerb)
 	}
 	if rep.Outcome.Err != nil && context.Cause(ctx) == errStepTimeout {
-		rep.Outcome = workflow.Failed(spec.NewError("NIKA-TIMEOUT-001", fmt.Sprintf("on_finally step %d of task %q timed out after %s", id.Finally, id.Task, j.timeout),
+		rep.Outcome = workflow.Failed(spec.NewError(spec.CodeTimeout, fmt.Sprintf("on_finally step %d of task %q timed out after %s", id.Finally, id.Task, j.timeout),
 			map[string]any{"timeout": j.timeout.String()}))
 	}
 	j.mu.Lock()
@@ -365,7 +365,7 @@ func (j *verbJob) runStep(job workflow.Job) workflow.Outcome {
 		j.step = &liveJob{verb: job.Verb, at: at}
 	}
 	if j.abandoned {
-		return workflow.Failed(spec.NewError("NIKA-CANCEL-001", "on_finally was abandoned", nil))
+		return workflow.Failed(spec.NewError(spec.CodeCancel, "on_finally was abandoned", nil))
 	}
 	return j.runVerb(job)
 }
@@ -499,7 +499,7 @@ func notStarted(ctx context.Context) *spec.Error {
 	if cause := context.Cause(ctx); cause != nil {
 		msg += ": " + cause.Error()
 	}
-	return spec.NewError("NIKA-CANCEL-001", msg, nil)
+	return spec.NewError(spec.CodeCancel, msg, nil)
 }
 
 // errStepTimeout is the cause of an on_finally step's context when its own timeout ends it.
@@ -533,7 +533,7 @@ func runBatch(ctx context.Context, v BatchVerb, jobs []workflow.Job) (outs []wor
 // outcome (start turns an on_finally step's own timeout into NIKA-TIMEOUT-001).
 func runVerb(ctx context.Context, v Verb, job workflow.Job) (out workflow.Outcome) {
 	if v == nil {
-		return workflow.Failed(spec.NewError("NIKA-INVOKE-001", fmt.Sprintf("verb %q is not in this build", job.Verb), nil))
+		return workflow.Failed(spec.NewError(spec.CodeInvokeUnknown, fmt.Sprintf("verb %q is not in this build", job.Verb), nil))
 	}
 	defer func() {
 		if r := recover(); r != nil {

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/nikahq/nika/event"
+	"github.com/nikahq/nika/spec"
 	"github.com/nikahq/nika/workflow"
 )
 
@@ -74,7 +75,7 @@ func (d *driver) liveFinished(r jobResult) {
 	}
 	st, c := status(out), code(out)
 	if j.timedOut && st == StatusCancelled { // the verb saw a cancellation; the task failed with a timeout
-		st, c = StatusFailure, "NIKA-TIMEOUT-001"
+		st, c = StatusFailure, spec.CodeTimeout
 	}
 	d.live(event.Live{Kind: event.LiveTaskFinished, Task: id.Task, Verb: j.verb, Iteration: id.Iteration, Attempt: id.Attempt,
 		Status: string(st), Code: c, Elapsed: d.opts.Clock().Sub(j.at)})
@@ -117,7 +118,7 @@ func status(o workflow.Outcome) Status {
 	switch {
 	case o.Err == nil:
 		return StatusSuccess
-	case o.Err.Code == "NIKA-CANCEL-001":
+	case o.Err.Code == spec.CodeCancel:
 		return StatusCancelled
 	}
 	return StatusFailure

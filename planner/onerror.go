@@ -12,7 +12,7 @@ import (
 // handleError applies on_error (§3.10) to the error that ended the loop.
 func (tr *taskRun) handleError(c *Core, it *iterRun, err *spec.Error) {
 	oe := tr.t.OnError
-	if oe == nil || oe.FailWorkflow || err.Code == "NIKA-CANCEL-001" || !codeListed(oe.OnCodes, err.Code) {
+	if oe == nil || oe.FailWorkflow || err.Code == spec.CodeCancel || !codeListed(oe.OnCodes, err.Code) {
 		it.err, it.failed = err, true
 		tr.iterDone(c, it)
 		return

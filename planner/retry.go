@@ -28,7 +28,7 @@ func (tr *taskRun) attemptFailed(c *Core, it *iterRun, err *spec.Error) {
 }
 
 func retryable(r *spec.Retry, err *spec.Error) bool {
-	if err.Code == "NIKA-TIMEOUT-001" || err.Code == "NIKA-CANCEL-001" {
+	if err.Code == spec.CodeTimeout || err.Code == spec.CodeCancel {
 		return false
 	}
 	if len(r.OnCodes) > 0 {
@@ -59,7 +59,7 @@ func (tr *taskRun) timer(c *Core, t Timer) {
 		}
 		tr.setState(it, iterRunning) // leave backoff; the timeout ends the loop
 		it.live = false
-		err := spec.NewError("NIKA-TIMEOUT-001", fmt.Sprintf("task %q timed out after %s", tr.t.ID, tr.t.Timeout),
+		err := spec.NewError(spec.CodeTimeout, fmt.Sprintf("task %q timed out after %s", tr.t.ID, tr.t.Timeout),
 			map[string]any{"timeout": tr.t.Timeout.String(), "elapsed_ms": c.now.Sub(it.start).Milliseconds()})
 		tr.handleError(c, it, tr.stamp(err, it.attempt, it.index))
 	}

@@ -151,12 +151,12 @@ func runBindings(ctx context.Context, bs []*spec.Binding, output any) (map[strin
 		vals, err := b.Program.Run(ctx, output)
 		if err != nil {
 			if ctx.Err() != nil && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)) {
-				return nil, spec.NewError("NIKA-CANCEL-001", fmt.Sprintf("binding %q was interrupted: %v", b.Name, err), map[string]any{"binding": b.Name})
+				return nil, spec.NewError(spec.CodeCancel, fmt.Sprintf("binding %q was interrupted: %v", b.Name, err), map[string]any{"binding": b.Name})
 			}
-			return nil, spec.NewError("NIKA-VAR-004", fmt.Sprintf("binding %q: %v", b.Name, err), map[string]any{"binding": b.Name})
+			return nil, spec.NewError(spec.CodeVarBindingJQ, fmt.Sprintf("binding %q: %v", b.Name, err), map[string]any{"binding": b.Name})
 		}
 		if len(vals) != 1 {
-			return nil, spec.NewError("NIKA-VAR-002", fmt.Sprintf("binding %q produced %d values, want exactly one", b.Name, len(vals)),
+			return nil, spec.NewError(spec.CodeVarBindingCount, fmt.Sprintf("binding %q produced %d values, want exactly one", b.Name, len(vals)),
 				map[string]any{"binding": b.Name, "count": len(vals)})
 		}
 		out[b.Name] = vals[0]

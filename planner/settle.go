@@ -59,7 +59,7 @@ func (tr *taskRun) decide(c *Core) {
 		switch {
 		case it.failed:
 			status := StatusFailure
-			if it.err != nil && it.err.Code == "NIKA-CANCEL-001" {
+			if it.err != nil && it.err.Code == spec.CodeCancel {
 				status = StatusCancelled
 			}
 			tr.record(c, status, nil, nil, tr.stamp(it.err, it.attempt, it.index)) // a user cancel's is not stamped yet
@@ -86,7 +86,7 @@ func (tr *taskRun) decide(c *Core) {
 			continue
 		}
 		if it.failed {
-			if it.err != nil && it.err.Code == "NIKA-CANCEL-001" {
+			if it.err != nil && it.err.Code == spec.CodeCancel {
 				if firstCancel == nil {
 					firstCancel = it
 				}
@@ -124,7 +124,7 @@ func (tr *taskRun) decide(c *Core) {
 		e.Details = copyDetails(e.Details)
 		e.Details["iteration"] = first.index
 		status := StatusFailure
-		if e.Code == "NIKA-CANCEL-001" {
+		if e.Code == spec.CodeCancel {
 			status = StatusCancelled
 		}
 		tr.record(c, status, out, nil, &e)
@@ -304,7 +304,7 @@ func (tr *taskRun) userCancel(c *Core) {
 		// One error for every iteration it ends; decide stamps the one
 		// that becomes the task's (an error per iteration made a wide
 		// for_each slow to cancel).
-		cancelled := spec.NewError("NIKA-CANCEL-001", "the run was cancelled", nil)
+		cancelled := spec.NewError(spec.CodeCancel, "the run was cancelled", nil)
 		for _, it := range tr.iters {
 			c.visits++
 			if it == nil || it.state == iterDone {

@@ -273,7 +273,7 @@ func (e *Eval) runOutputs() (rep Report) {
 			}
 		}
 		if err == nil && d.Type != "" && !spec.MatchesType(v, d.Type) {
-			err = spec.NewError("NIKA-VAR-009", fmt.Sprintf("output %q is %s, not %s", d.Name, typeName(v), d.Type),
+			err = spec.NewError(spec.CodeVarOutputType, fmt.Sprintf("output %q is %s, not %s", d.Name, typeName(v), d.Type),
 				map[string]any{"output": d.Name, "type": d.Type})
 		}
 		if err != nil {
