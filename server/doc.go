@@ -124,7 +124,7 @@
 //     graph with each task's state at load time (each node is a link to ?task=ID, so the graph is
 //     keyboard navigable as links), the panel, the cancel button and the editor (forms; the
 //     editor's Check shows the findings). Script adds the live updates, choosing a task without
-//     a reload, and the editor's check as one types.
+//     a reload, cancelling without leaving the page, and the editor's check as one types.
 //   - Live updates are Server-Sent Events over the run's existing logs: `canonical` is each
 //     line of the stream GET /v1/runs/{id}/events serves (masked, the same bytes); `live` is the
 //     run's live stream (D19), which each run now also keeps for its view (at most 50,000
@@ -134,7 +134,11 @@
 //     tool's progress message is untrusted and unmasked) and the one model-chosen name, the
 //     tool, is masked. A task's colour is its canonical terminal state once released, else
 //     running while a job of it runs, else how its last job ended. Event ids let a reconnecting
-//     EventSource resume. The runs page's stream re-reads the table at most four times a second.
+//     EventSource resume; a stream writes what it has and flushes once before it waits, so a
+//     replay of thousands of events goes out in a few writes. The page of a finished run does
+//     not follow anything (it already shows the end). The runs page's stream re-reads the table
+//     at most four times a second, and ends once the server is shutting down and nothing runs,
+//     so an open page does not hold up the exit.
 //   - The task panel: status; one row per job (attempt, for_each item) with its status, duration
 //     and code; the error, its code linking to `/explain/{code}`; the output (from the report,
 //     so once the run has finished) as collapsible JSON; the `output:` bindings, which the report

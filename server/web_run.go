@@ -136,8 +136,12 @@ func (s *Server) handleRunStream(w http.ResponseWriter, req *http.Request) {
 				return
 			}
 		}
+		if !sse.flush() {
+			return
+		}
 		if cdone && ldone && len(lines) == 0 && len(notes) == 0 && state != stateQueued && state != stateRunning {
 			sse.send("end", "", []byte(strconv.Quote(state)))
+			sse.flush()
 			return
 		}
 		select {

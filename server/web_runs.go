@@ -161,11 +161,15 @@ func (s *Server) handleRunsStream(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 		sent = now
+		if !sse.flush() {
+			return
+		}
 		if s.Draining() {
 			if running, _ := s.Active(); running == 0 {
 				// Nothing will change any more: end, so that shutting down does not wait on
 				// the pages that follow the runs.
 				sse.send("end", "", []byte("{}"))
+				sse.flush()
 				return
 			}
 		}
@@ -188,8 +192,9 @@ func (s *Server) handleRunsStream(w http.ResponseWriter, r *http.Request) {
 
 // sseWriter writes Server-Sent Events, one flush per event.
 type sseWriter struct {
-	w  http.ResponseWriter
-	rc *http.ResponseController
+	w   http.ResponseWriter
+	rc  *http.ResponseController
+	buf []byte
 }
 
 func startSSE(w http.ResponseWriter) *sseWriter {
@@ -205,17 +210,18 @@ func startSSE(w http.ResponseWriter) *sseWriter {
 	return s
 }
 
-// send writes one event; data is one line of JSON (it holds no newline). It reports whether the
-// client is still there.
+// send writes one event, unflushed (a replay of thousands of events goes out in a few writes);
+// data is one line of JSON (it holds no newline). It reports whether the client is still there.
 func (s *sseWriter) send(kind, id string, data []byte) bool {
-	b := make([]byte, 0, len(data)+len(kind)+len(id)+24)
+	s.buf = s.buf[:0]
 	if id != "" {
-		b = append(append(append(b, "id: "...), id...), '\n')
+		s.buf = append(append(append(s.buf, "id: "...), id...), '\n')
 	}
-	b = append(append(append(b, "event: "...), kind...), '\n')
-	b = append(append(append(b, "data: "...), data...), "\n\n"...)
-	if _, err := s.w.Write(b); err != nil {
-		return false
-	}
-	return s.rc.Flush() == nil
+	s.buf = append(append(append(s.buf, "event: "...), kind...), '\n')
+	s.buf = append(append(append(s.buf, "data: "...), data...), "\n\n"...)
+	_, err := s.w.Write(s.buf)
+	return err == nil
 }
+
+// flush sends what was written; the streams flush before they wait.
+func (s *sseWriter) flush() bool { return s.rc.Flush() == nil }

@@ -80,15 +80,17 @@
     const terminal = { task_completed: "success", task_failed: "failure", task_skipped: "skipped", task_cancelled: "cancelled" };
     let refresh = 0, recount = 0;
 
+    const nodes = new Map(Array.from(document.querySelectorAll("#graph a.node"), (n) => [n.dataset.task, n]));
+
     function paint(task) {
-      const node = document.querySelector('#graph a.node[data-task="' + CSS.escape(task) + '"]');
+      const node = nodes.get(task);
       if (!node) return;
       const st = final.get(task) || ((running.get(task) || 0) > 0 ? "running" : last.get(task)) || "pending";
+      if (node.classList.contains("st-" + st)) return;
       for (const c of Array.from(node.classList)) if (c.startsWith("st-")) node.classList.remove(c);
       node.classList.add("st-" + st);
       const t = node.querySelector("title");
       if (t) t.textContent = t.textContent.replace(/: [a-z]+$/, ": " + st);
-      if (selected() === task) schedulePanel();
       if (!recount) recount = requestAnimationFrame(countTasks);
     }
 
@@ -96,7 +98,7 @@
     function countTasks() {
       recount = 0;
       const t = { total: 0, running: 0, success: 0, failure: 0, skipped: 0, cancelled: 0 };
-      for (const n of document.querySelectorAll("#graph a.node")) {
+      for (const n of nodes.values()) {
         t.total++;
         for (const st of ["running", "success", "failure", "skipped", "cancelled"]) if (n.classList.contains("st-" + st)) t[st]++;
       }
@@ -158,6 +160,11 @@
       if (res.type !== "opaqueredirect" && !res.ok) { button.disabled = false; button.textContent = "Cancel run"; }
     });
 
+    // A finished run's page is already what it will stay: nothing to follow.
+    if (root.dataset.state !== "queued" && root.dataset.state !== "running") {
+      root.dataset.ended = "true";
+      return;
+    }
     const es = new EventSource("/ui/runs/" + encodeURIComponent(id) + "/stream");
     es.addEventListener("live", (m) => {
       const n = JSON.parse(m.data);
@@ -168,11 +175,12 @@
         if (n.iteration < 0) last.set(n.task, n.status);
       } else if (n.kind === "task_retrying") last.delete(n.task);
       paint(n.task);
+      if (selected() === n.task) schedulePanel();
     });
     es.addEventListener("canonical", (m) => {
       const e = JSON.parse(m.data);
       if (e.task && terminal[e.kind] && e.iteration === undefined) { final.set(e.task, terminal[e.kind]); paint(e.task); }
-      else if (e.task && selected() === e.task) schedulePanel();
+      if (e.task && selected() === e.task) schedulePanel();
     });
     es.addEventListener("state", (m) => {
       const st = JSON.parse(m.data);
