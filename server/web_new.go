@@ -63,6 +63,11 @@ func (s *Server) handleNewSubmit(w http.ResponseWriter, r *http.Request) {
 		s.render(w, r, status, "new", pageData{Title: "New run", Nav: "new", Data: d})
 		return
 	}
+	if int64(len(src)) > s.opts.MaxBodyBytes { // the limit of POST /v1/runs, whichever way it came
+		d.Problem = fmt.Sprintf("The workflow is over %d bytes.", s.opts.MaxBodyBytes)
+		s.render(w, r, http.StatusRequestEntityTooLarge, "new", pageData{Title: "New run", Nav: "new", Data: d})
+		return
+	}
 	d.Workflow, d.Vars = src, r.FormValue("vars")
 	res, _ := s.check(submittedName, []byte(src))
 	d.Checked, d.Findings = true, placeFindings(src, res.Findings)

@@ -254,6 +254,9 @@ func TestWebNew(t *testing.T) {
 	if resp, b := c.page("POST", "/new", enc("run", helloYAML, "bogus line"), form); resp.StatusCode != 400 || !strings.Contains(b, "name=value") {
 		t.Errorf("bad vars = %d:\n%s", resp.StatusCode, b)
 	}
+	if resp, _ := c.page("POST", "/new", enc("run", helloYAML+"#"+strings.Repeat("x", DefaultMaxBodyBytes), ""), form); resp.StatusCode != http.StatusRequestEntityTooLarge {
+		t.Errorf("a workflow over the limit = %d, want 413", resp.StatusCode)
+	}
 	resp, _ = c.page("POST", "/new", enc("run", helloYAML, "name=web\n"), form)
 	loc := resp.Header.Get("Location")
 	if resp.StatusCode != http.StatusSeeOther || !strings.HasPrefix(loc, "/runs/r-") {
