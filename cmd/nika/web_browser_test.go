@@ -408,6 +408,7 @@ func TestWebBrowser(t *testing.T) {
 	// The runs page lists it, live.
 	b.do("the runs page", chromedp.Navigate(s.url+"/"), chromedp.WaitVisible(chromedp.CSS("#runs tbody tr")))
 	b.until("the run's row", `document.querySelector('#runs tbody tr[data-workflow="three-angles"][data-state="success"]') !== null`)
+	b.screenshot("runs.png")
 
 	// An agent task: opened from the keyboard, its batch is one lane per tool call.
 	id := submitAPI(t, s, webBriefYAML)
