@@ -384,14 +384,21 @@ func builtinMarkdown(b *catalog.Builtin) string {
 			req := ""
 			for _, r := range params.Required {
 				if r == n {
-					req = ", required"
+					req = "required"
 				}
 			}
-			typ := ""
+			var notes []string
 			if p.Type != nil {
-				typ = compactJSON(p.Type)
+				notes = append(notes, strings.Trim(compactJSON(p.Type), `"`))
 			}
-			fmt.Fprintf(&out, "\n- `%s` (%s%s) %s", n, strings.Trim(typ, `"`), req, p.Description)
+			if req != "" {
+				notes = append(notes, "required")
+			}
+			note := ""
+			if len(notes) > 0 {
+				note = " (" + strings.Join(notes, ", ") + ")"
+			}
+			fmt.Fprintf(&out, "\n- `%s`%s %s", n, note, p.Description)
 		}
 	}
 	if len(b.Effects) > 0 {
