@@ -8,22 +8,10 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
-	"sort"
 	"strconv"
 	"strings"
 	"testing"
 )
-
-// guardExemptUntilSwept lists the paths (module-relative, a trailing "/" for a
-// directory) whose code literals TestNoCodeLiterals still only reports, with
-// t.Skip, while their owners move them onto the spec.Code… constants.
-//
-// TEMPORARY (issue 14 item 4): delete this variable, and the test then fails on
-// every code literal outside the registry.
-var guardExemptUntilSwept = []string{
-	"planner/",
-	"server/",
-}
 
 // registryFile is the one file allowed to write a code as a string literal.
 const registryFile = "spec/internal/codes/codes.go"
@@ -92,19 +80,10 @@ func moduleSources(t *testing.T, root string) []string {
 	return out
 }
 
-func exemptUntilSwept(rel string) bool {
-	for _, p := range guardExemptUntilSwept {
-		if rel == p || strings.HasSuffix(p, "/") && strings.HasPrefix(rel, p) {
-			return true
-		}
-	}
-	return false
-}
-
 // codeFinding is one offence of a source file against the registry.
 type codeFinding struct {
 	pos     token.Position
-	literal bool // a code literal outside the registry (exemptible); otherwise an unregistered code
+	literal bool // a code literal outside the registry; otherwise an unregistered code
 	msg     string
 }
 
@@ -186,10 +165,6 @@ func scanCodes(fset *token.FileSet, f *ast.File, rel string) []codeFinding {
 // no non-test Go file of the module writes a code as a string literal, and no
 // literal anywhere names, or builds an error with, a code that is not a row.
 // Comments are not literals, and test files are not scanned.
-//
-// Code literals in the files of guardExemptUntilSwept make the test skip (after
-// every other check has passed) instead of fail; an unregistered code fails
-// everywhere.
 func TestNoCodeLiterals(t *testing.T) {
 	root := moduleRoot(t)
 	files := moduleSources(t, root)
@@ -197,7 +172,6 @@ func TestNoCodeLiterals(t *testing.T) {
 		t.Fatalf("found %d source files under %s, without the registry: the walk is wrong", len(files), root)
 	}
 	fset := token.NewFileSet()
-	pending := map[string]int{} // exempt file → its code literals
 	for _, rel := range files {
 		f, err := parser.ParseFile(fset, filepath.Join(root, filepath.FromSlash(rel)), nil, parser.SkipObjectResolution)
 		if err != nil {
@@ -205,25 +179,9 @@ func TestNoCodeLiterals(t *testing.T) {
 			continue
 		}
 		for _, fd := range scanCodes(fset, f, rel) {
-			switch {
-			case fd.literal && exemptUntilSwept(rel):
-				pending[rel]++
-			default:
-				t.Errorf("%s:%d: %s", rel, fd.pos.Line, fd.msg)
-			}
+			t.Errorf("%s:%d: %s", rel, fd.pos.Line, fd.msg)
 		}
 	}
-	if len(pending) == 0 || t.Failed() {
-		return
-	}
-	var lines []string
-	total := 0
-	for rel, n := range pending {
-		lines = append(lines, rel+" ("+strconv.Itoa(n)+")")
-		total += n
-	}
-	sort.Strings(lines)
-	t.Skipf("%d code literals remain in files exempt until swept (guardExemptUntilSwept):\n\t%s", total, strings.Join(lines, "\n\t"))
 }
 
 func containsString(list []string, s string) bool {
