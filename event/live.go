@@ -2,6 +2,10 @@ package event
 
 import "time"
 
+// MaxLiveText bounds the model text an agent_text observation carries: the live stream is for
+// watching (the web view's turn timeline), and the canonical record never carries it (D18).
+const MaxLiveText = 2000
+
 // Kinds of the live stream (D19). Fields may be added; consumers ignore kinds they do not know.
 const (
 	LiveTaskStarted      = "task_started"
@@ -15,6 +19,7 @@ const (
 	LiveAgentNudge       = "agent_nudge"
 	LiveAgentStalled     = "agent_stalled"
 	LiveAgentFinished    = "agent_finished"
+	LiveAgentText        = "agent_text"        // the text a model wrote in an agent turn, cut to MaxLiveText bytes (Message)
 	LiveWorkflowStarted  = "workflow_started"  // first of a run's live stream
 	LiveWorkflowFinished = "workflow_finished" // last of a run's live stream: Status is the run's state
 	// provider_state is a snapshot of a provider's limiter. A sampler sends it, not the planner: while

@@ -15,8 +15,9 @@ const maxLiveNotes = 50_000
 // liveNoteBytes is what one kept note is counted as against KeepBytes (the struct and its strings).
 const liveNoteBytes = 192
 
-// liveNote is the part of an event.Live observation the web view shows: no free text (a tool's
-// progress Message is untrusted and unmasked), and the one name a model chooses, Tool, masked.
+// liveNote is the part of an event.Live observation the web view shows: no free text but the
+// model's own words of an agent turn (agent_text, masked; a tool's progress Message is not
+// kept), and the one name a model chooses, Tool, masked.
 type liveNote struct {
 	Kind      string        `json:"kind"`
 	Task      string        `json:"task,omitempty"`
@@ -37,6 +38,7 @@ type liveNote struct {
 	InTokens  int           `json:"input_tokens,omitempty"`
 	OutTokens int           `json:"output_tokens,omitempty"`
 	IsError   bool          `json:"is_error,omitempty"`
+	Text      string        `json:"text,omitempty"` // agent_text: the model's words, masked (at most event.MaxLiveText bytes)
 	At        time.Time     `json:"-"`
 	AtMS      int64         `json:"at_ms"` // Unix milliseconds
 }
@@ -47,7 +49,7 @@ var liveKept = map[string]bool{
 	event.LiveTaskStarted: true, event.LiveTaskFinished: true, event.LiveTaskRetrying: true,
 	event.LiveProviderRequest: true, event.LiveToolCallStarted: true, event.LiveToolCallFinished: true,
 	event.LiveBatchDispatched: true, event.LiveAgentNudge: true, event.LiveAgentStalled: true,
-	event.LiveAgentFinished: true,
+	event.LiveAgentFinished: true, event.LiveAgentText: true,
 }
 
 // liveLog keeps one run's live observations for the web view and follows its task lifecycle
@@ -59,11 +61,14 @@ type liveLog struct {
 	mu      sync.Mutex
 	notes   []liveNote
 	dropped int
-	done    bool
-	wake    chan struct{}
-	running map[string]int    // task -> jobs started and not finished (attempts ≥ 1)
-	settled map[string]string // task -> how its last job ended (live; a retry or recover may follow)
-	final   map[string]string // task -> its terminal state, from the canonical stream
+	// textBytes are the bytes of the kept notes' Text, counted against KeepBytes on top of
+	// liveNoteBytes a note.
+	textBytes int64
+	done      bool
+	wake      chan struct{}
+	running   map[string]int    // task -> jobs started and not finished (attempts ≥ 1)
+	settled   map[string]string // task -> how its last job ended (live; a retry or recover may follow)
+	final     map[string]string // task -> its terminal state, from the canonical stream
 }
 
 func newLiveLog(mask func(string) string, changed func()) *liveLog {
@@ -80,6 +85,12 @@ func (l *liveLog) Observe(o event.Live) {
 		Status: o.Status, Code: o.Code, Elapsed: o.Elapsed, ElapsedMS: float64(o.Elapsed.Microseconds()) / 1000,
 		Turn: o.Turn, Index: o.Index, Size: o.Size, Tool: o.Tool, Model: o.Model, Outcome: o.Outcome,
 		Reason: o.Reason, InTokens: o.InputTokens, OutTokens: o.OutputTokens, IsError: o.IsError, At: o.At, AtMS: o.At.UnixMilli()}
+	if o.Kind == event.LiveAgentText {
+		n.Text = o.Message
+		if l.mask != nil {
+			n.Text = l.mask(n.Text) // the model may repeat a secret it was given
+		}
+	}
 	if l.mask != nil && n.Tool != "" {
 		n.Tool = l.mask(n.Tool)
 	}
@@ -91,6 +102,7 @@ func (l *liveLog) Observe(o event.Live) {
 	lifecycle := l.track(n)
 	if len(l.notes) < maxLiveNotes {
 		l.notes = append(l.notes, n)
+		l.textBytes += int64(len(n.Text))
 	} else {
 		l.dropped++
 	}
@@ -207,5 +219,5 @@ func (l *liveLog) taskStates() map[string]string {
 func (l *liveLog) bytes() int64 {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return int64(len(l.notes)) * liveNoteBytes
+	return int64(len(l.notes))*liveNoteBytes + l.textBytes
 }

@@ -32,6 +32,7 @@ type turnView struct {
 	Budget                string
 	Offered               string // tools offered this turn
 	Nudge, Stall          string
+	Text                  string // what the model wrote this turn (agent_text, masked), "" when nothing
 	Calls                 []laneView
 	BatchSize             int
 	Lanes                 template.HTML // the batch drawn on a time axis
@@ -87,6 +88,8 @@ func agentTurns(notes []liveNote, events []canonEvent) []turnView {
 			if c.Start.IsZero() {
 				c.Start = n.At.Add(-n.Elapsed)
 			}
+		case event.LiveAgentText:
+			tv.Text = n.Text
 		case event.LiveAgentNudge:
 			tv.Nudge = n.Reason
 		case event.LiveAgentStalled:

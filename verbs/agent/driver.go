@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/nikahq/nika/event"
 	"github.com/nikahq/nika/provider"
@@ -98,6 +99,11 @@ func (r *run) ask(ctx context.Context, req provider.Request) core.Reply {
 			n.InputTokens, n.OutputTokens = o.Response.Usage.InputTokens, o.Response.Usage.OutputTokens
 		}
 		r.live(n)
+		if o.Response != nil {
+			if text := provider.Text(o.Response.Message); text != "" {
+				r.live(workflow.LiveNote{Kind: event.LiveAgentText, Message: cutText(text, event.MaxLiveText)})
+			}
+		}
 	}
 	if o.Err != nil && ctx.Err() != nil && (provider.ReasonOf(o.Err) == provider.ReasonCancelled || o.Err.Code == "") {
 		return core.Reply{Err: fields.Cancelled(ctx, o.Err)}
@@ -264,4 +270,16 @@ func taskID(job workflow.Job) string {
 		return ""
 	}
 	return job.Task.ID
+}
+
+// cutText cuts s to at most n bytes at a rune boundary, marking the cut with "…".
+func cutText(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	i := n - len("…")
+	for i > 0 && !utf8.RuneStart(s[i]) {
+		i--
+	}
+	return s[:i] + "…"
 }

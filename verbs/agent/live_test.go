@@ -139,3 +139,38 @@ func TestLiveProviderRequestFailureReason(t *testing.T) {
 		t.Errorf("provider_request notes = %+v", req)
 	}
 }
+
+// The live stream carries the text a model wrote in each turn (agent_text, for the web view's
+// timeline), cut to event.MaxLiveText bytes at a rune boundary; the canonical stream never does.
+func TestLiveStreamCarriesTheModelsText(t *testing.T) {
+	long := strings.Repeat("é", event.MaxLiveText) // 2 bytes a rune: the cut falls inside one
+	p := providertest.NewScripted(
+		providertest.ToolCalls("let me hash it", providertest.Call{ID: "a1", Name: "nika:hash", Input: `{"text":"x"}`}),
+		providertest.Reply(long),
+	)
+	v, job, ev := setup(t, p, map[string]any{"prompt": "p", "tools": []any{"nika:hash"}}, 8)
+	job, live := withLive(job)
+	if out := v.Run(context.Background(), job); out.Err != nil {
+		t.Fatal(out.Err)
+	}
+	var texts []string
+	for _, n := range live.notes {
+		if n.Kind == event.LiveAgentText {
+			texts = append(texts, fmt.Sprintf("%d:%d", n.Turn, len(n.Message)))
+			if n.Turn == 1 && n.Message != "let me hash it" {
+				t.Errorf("turn 1 text %q", n.Message)
+			}
+			if n.Turn == 2 && (len(n.Message) > event.MaxLiveText || !strings.HasSuffix(n.Message, "…") || !strings.HasPrefix(long, strings.TrimSuffix(n.Message, "…"))) {
+				t.Errorf("turn 2 text is %d bytes, not a prefix of the reply cut with …", len(n.Message))
+			}
+		}
+	}
+	if len(texts) != 2 {
+		t.Fatalf("agent_text notes %v, want one per turn with text", texts)
+	}
+	for _, l := range ev.lines {
+		if strings.Contains(l, "let me hash it") {
+			t.Fatalf("the model's text reached the canonical stream: %s", l)
+		}
+	}
+}
