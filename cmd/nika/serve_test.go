@@ -41,9 +41,15 @@ type served struct {
 // --addr 127.0.0.1:0, so a later --addr wins) and waits for it to listen.
 func startServe(t *testing.T, dir string, args ...string) *served {
 	t.Helper()
+	return startServeEnv(t, dir, nil, args...)
+}
+
+// startServeEnv is startServe with env added to the test environment.
+func startServeEnv(t *testing.T, dir string, env []string, args ...string) *served {
+	t.Helper()
 	cmd := exec.Command(nikaBin, append([]string{"serve", "--addr", "127.0.0.1:0"}, args...)...)
 	cmd.Dir = dir
-	cmd.Env = testEnv
+	cmd.Env = append(append([]string{}, testEnv...), env...)
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)

@@ -10,10 +10,8 @@ package main
 // `NIKA_WEB_SCREENSHOT=$PWD/docs/run-page.png go test ./cmd/nika -run TestWebBrowser`).
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -137,46 +135,6 @@ func needChromium(t *testing.T) string {
 		}
 	}
 	return needOutsideProgram(t, "chromium", "chromium")
-}
-
-// startWebServe starts `nika serve` with env added to the test environment.
-func startWebServe(t *testing.T, dir string, env []string, args ...string) *served {
-	t.Helper()
-	cmd := exec.Command(nikaBin, append([]string{"serve", "--addr", "127.0.0.1:0"}, args...)...)
-	cmd.Dir = dir
-	cmd.Env = append(append([]string{}, testEnv...), env...)
-	stderr, err := cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	s := &served{t: t, cmd: cmd, lines: make(chan string, 1<<16), exit: make(chan int, 1)}
-	go func() {
-		sc := bufio.NewScanner(stderr)
-		for sc.Scan() {
-			s.mu.Lock()
-			s.log.WriteString(sc.Text() + "\n")
-			s.mu.Unlock()
-			s.lines <- sc.Text()
-		}
-		close(s.lines)
-		err := cmd.Wait()
-		code := 0
-		var ee *exec.ExitError
-		if errors.As(err, &ee) {
-			code = ee.ExitCode()
-		}
-		s.exit <- code
-	}()
-	t.Cleanup(func() {
-		cmd.Process.Kill()
-		<-s.exit
-	})
-	line := s.waitLine("listening on http://")
-	s.url = "http://" + line[strings.Index(line, "http://")+len("http://"):]
-	return s
 }
 
 // browser is one headless Chromium tab and what it reported on its console.
@@ -363,7 +321,7 @@ func TestWebBrowser(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "ceiling.yaml"), []byte(`tools: ["nika:hash", "nika:wait"]`+"\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	s := startWebServe(t, dir, []string{"OPENAI_BASE_URL=" + fake.URL + "/v1", "OPENAI_API_KEY=sk-test"},
+	s := startServeEnv(t, dir, []string{"OPENAI_BASE_URL=" + fake.URL + "/v1", "OPENAI_API_KEY=sk-test"},
 		"--auth-token", webToken, "--permits", "ceiling.yaml")
 	b := newBrowser(t, chromium)
 
