@@ -296,6 +296,7 @@ func (d *driver) start(wk Work) {
 	j := &verbJob{d: d, id: wk.ID, timeout: wk.Timeout, eval: wk.Eval, ctx: ctx, verb: d.opts.Verbs[wk.Job.Verb],
 		abandoned: wk.ID.Kind == JobFinally && parent.Err() != nil}
 	j.job = wk.Job
+	j.ready = wk.ID.Kind == JobAttempt && wk.Eval.Literal && wk.Eval.prepareLiteral(&j.job)
 	j.job.Emit = j.emit
 	j.job.Live = d.liveNotes(wk.ID)
 	j.job.Inspect = d.inspect
@@ -321,6 +322,8 @@ type verbJob struct {
 	mu        sync.Mutex
 	emitted   []Emitted
 	step      *liveJob // an on_finally step's live task_started (jobResult)
+	rep       Report   // here rather than on the goroutine's stack (run)
+	ready     bool     // the driver set the attempt's literal fields (Eval.prepareLiteral)
 }
 
 func (j *verbJob) emit(kind string, fields map[string]any) {
@@ -329,38 +332,48 @@ func (j *verbJob) emit(kind string, fields map[string]any) {
 	j.mu.Unlock()
 }
 
+// run is the job's goroutine. Its frames stay small (the rare paths are
+// calls of their own, the report is written into the inbox in place): a
+// goroutine starts on a small stack, and one that outgrows it copies it.
 func (j *verbJob) run() {
-	d, id, ctx := j.d, j.id, j.ctx
-	defer d.wg.Done()
-	var rep Report
+	defer j.d.wg.Done()
+	rep := &j.rep
 	switch {
-	case id.Kind == JobFinally:
-		evalCtx := ctx
-		if j.abandoned { // the step's `when` and fields still decide whether it counts as run
-			evalCtx = context.WithoutCancel(ctx)
-		}
-		rep = j.eval.runStep(evalCtx, j.job, j.runStep)
-	case ctx.Err() != nil:
-		rep.Outcome = workflow.Failed(notStarted(ctx))
+	case j.id.Kind == JobFinally:
+		j.finallyStep(rep)
+	case j.ctx.Err() != nil:
+		rep.Outcome = workflow.Failed(notStarted(j.ctx))
 	default:
-		rep = j.eval.runAttempt(ctx, j.job, j.prepared, j.runVerb)
-	}
-	if rep.Outcome.Err != nil && context.Cause(ctx) == errStepTimeout {
-		rep.Outcome = workflow.Failed(spec.NewError(spec.CodeTimeout, fmt.Sprintf("on_finally step %d of task %q timed out after %s", id.Finally, id.Task, j.timeout),
-			map[string]any{"timeout": j.timeout.String()}))
+		j.eval.runAttempt(j.ctx, &j.job, j.ready, j.prepared, j.runVerb, rep)
 	}
 	j.mu.Lock()
 	rep.Emitted = j.emitted
 	j.mu.Unlock()
-	d.results.put(jobResult{id: id, rep: rep, step: j.step})
+	j.d.results.putReport(j.id, rep, j.step)
 }
 
-func (j *verbJob) runVerb(job workflow.Job) workflow.Outcome { return runVerb(j.ctx, j.verb, job) }
+// finallyStep runs an on_finally step: its own timeout's expiry is
+// NIKA-TIMEOUT-001.
+//
+//go:noinline
+func (j *verbJob) finallyStep(rep *Report) {
+	evalCtx := j.ctx
+	if j.abandoned { // the step's `when` and fields still decide whether it counts as run
+		evalCtx = context.WithoutCancel(j.ctx)
+	}
+	*rep = j.eval.runStep(evalCtx, &j.job, j.runStep)
+	if rep.Outcome.Err != nil && context.Cause(j.ctx) == errStepTimeout {
+		rep.Outcome = workflow.Failed(spec.NewError(spec.CodeTimeout, fmt.Sprintf("on_finally step %d of task %q timed out after %s", j.id.Finally, j.id.Task, j.timeout),
+			map[string]any{"timeout": j.timeout.String()}))
+	}
+}
+
+func (j *verbJob) runVerb(job *workflow.Job) workflow.Outcome { return runVerb(j.ctx, j.verb, job) }
 
 func (j *verbJob) prepared(with map[string]any) { j.d.prepared(j.id, j.eval, with) }
 
 // runStep runs an on_finally step's verb once its `when` let it run.
-func (j *verbJob) runStep(job workflow.Job) workflow.Outcome {
+func (j *verbJob) runStep(job *workflow.Job) workflow.Outcome {
 	if at := j.d.liveStep(j.id, job.Verb); !at.IsZero() {
 		j.step = &liveJob{verb: job.Verb, at: at}
 	}
@@ -470,7 +483,7 @@ func (d *driver) startBatch(v BatchVerb, ws []Work) {
 				idx, batch = append(idx, i), append(batch, jobs[i])
 				continue
 			}
-			job, with, err := wk.Eval.prepare(jctx[i], jobs[i])
+			with, err := wk.Eval.evalFields(jctx[i], &jobs[i])
 			mu.Lock()
 			reps[i].With = with
 			mu.Unlock()
@@ -479,7 +492,7 @@ func (d *driver) startBatch(v BatchVerb, ws []Work) {
 				continue
 			}
 			d.prepared(wk.ID, wk.Eval, with)
-			idx, batch = append(idx, i), append(batch, job)
+			idx, batch = append(idx, i), append(batch, jobs[i])
 		}
 		if len(batch) == 0 {
 			return
@@ -531,7 +544,7 @@ func runBatch(ctx context.Context, v BatchVerb, jobs []workflow.Job) (outs []wor
 
 // runVerb calls the verb, turning a missing verb or a panic into an error
 // outcome (start turns an on_finally step's own timeout into NIKA-TIMEOUT-001).
-func runVerb(ctx context.Context, v Verb, job workflow.Job) (out workflow.Outcome) {
+func runVerb(ctx context.Context, v Verb, job *workflow.Job) (out workflow.Outcome) {
 	if v == nil {
 		return workflow.Failed(spec.NewError(spec.CodeInvokeUnknown, fmt.Sprintf("verb %q is not in this build", job.Verb), nil))
 	}
@@ -540,5 +553,5 @@ func runVerb(ctx context.Context, v Verb, job workflow.Job) (out workflow.Outcom
 			out = workflow.Failed(panicError("verb "+job.Verb, r))
 		}
 	}()
-	return v.Run(ctx, job)
+	return v.Run(ctx, *job)
 }

@@ -28,6 +28,22 @@ func newInbox() *inbox { return &inbox{ready: make(chan struct{}, 1)} }
 
 func (b *inbox) put(r jobResult) {
 	b.mu.Lock()
+	*b.slot() = r
+	b.mu.Unlock()
+	b.signal()
+}
+
+// putReport puts a job's report, written into its slot in place.
+func (b *inbox) putReport(id JobID, rep *Report, step *liveJob) {
+	b.mu.Lock()
+	r := b.slot()
+	r.id, r.rep, r.step = id, *rep, step
+	b.mu.Unlock()
+	b.signal()
+}
+
+// slot is the next free slot; called with mu held.
+func (b *inbox) slot() *jobResult {
 	if b.last == nil || b.last.used == len(b.last.items) {
 		blk := b.spare
 		if blk != nil {
@@ -42,9 +58,12 @@ func (b *inbox) put(r jobResult) {
 		}
 		b.last = blk
 	}
-	b.last.items[b.last.used] = r
+	r := &b.last.items[b.last.used]
 	b.last.used++
-	b.mu.Unlock()
+	return r
+}
+
+func (b *inbox) signal() {
 	select {
 	case b.ready <- struct{}{}:
 	default: // a token is there already

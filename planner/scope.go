@@ -207,15 +207,15 @@ func templateTaskRefs(v spec.Value) []string {
 }
 
 // job builds the verb's job; the driver sets Emit. Its fields are nil here:
-// the driver evaluates them (Eval) and sets them with withFields.
+// the driver evaluates them (Eval) and sets them with setFields.
 func (c *Core) job(tr *taskRun, verb string, attempt, iteration int) workflow.Job {
 	return workflow.Job{Task: tr.t, Verb: verb, Model: tr.t.Model, Attempt: attempt, Iteration: iteration,
 		Permits: c.w.Permits, RunDir: c.cfg.RunDir, Workflow: c.w.Name}
 }
 
-// withFields sets a job's evaluated verb fields; a non-empty `model` field
+// setFields sets a job's evaluated verb fields; a non-empty `model` field
 // overrides the task's model.
-func withFields(j workflow.Job, fields map[string]any) workflow.Job {
+func setFields(j *workflow.Job, fields map[string]any) {
 	if fields == nil {
 		fields = map[string]any{}
 	}
@@ -223,7 +223,6 @@ func withFields(j workflow.Job, fields map[string]any) workflow.Job {
 	if m, ok := fields["model"].(string); ok && m != "" {
 		j.Model = m
 	}
-	return j
 }
 
 // typeName names a value's kind with its article, for messages.

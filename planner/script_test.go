@@ -217,7 +217,8 @@ func (h *scriptHarness) run(b scriptBlock) []string {
 		if !ok || wk.ID.Kind != JobAttempt {
 			return fail("no pending attempt %s", pos[0])
 		}
-		_, with, err := wk.Eval.prepare(context.Background(), wk.Job)
+		job := wk.Job
+		with, err := wk.Eval.evalFields(context.Background(), &job)
 		if err != nil {
 			return fail("its with does not evaluate: %v", err)
 		}
@@ -258,7 +259,7 @@ func (h *scriptHarness) done(pos []string, args map[string]string, fail func(str
 		o, _ := strconv.Atoi(p[2])
 		usage = []workflow.Usage{{Model: p[0], InputTokens: in, OutputTokens: o, Reported: true}}
 	}
-	verb := func(job workflow.Job) workflow.Outcome {
+	verb := func(job *workflow.Job) workflow.Outcome {
 		f, _ := canon.Marshal(job.Fields)
 		out = append(out, fmt.Sprintf("verb %s %s %s", name, job.Verb, f))
 		if code, ok := args["error"]; ok {
@@ -277,14 +278,16 @@ func (h *scriptHarness) done(pos []string, args map[string]string, fail func(str
 	switch wk.ID.Kind {
 	case JobAttempt:
 		var with map[string]any
-		rep = wk.Eval.runAttempt(ctx, wk.Job, func(w map[string]any) { with = w }, verb)
+		job := wk.Job
+		wk.Eval.runAttempt(ctx, &job, false, func(w map[string]any) { with = w }, verb, &rep)
 		if wk.Eval.KeepWith && with != nil {
 			if s := h.step(h.core.Prepared(wk.ID, with, h.now)); len(s) > 1 || s[0] != "(nothing)" {
 				out = append(out, s...)
 			}
 		}
 	case JobFinally:
-		rep = wk.Eval.runStep(ctx, wk.Job, verb)
+		job := wk.Job
+		rep = wk.Eval.runStep(ctx, &job, verb)
 	case JobRecover:
 		rep = wk.Eval.runRecover(ctx)
 	case JobGate:

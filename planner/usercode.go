@@ -89,21 +89,17 @@ type Report struct {
 	Items   []any // a gate's evaluated for_each collection
 }
 
-// prepare evaluates an attempt's `with`, then its verb fields, under ctx, and
-// returns the job with its fields set, and the evaluated `with` (nil if it
-// did not evaluate).
-func (e *Eval) prepare(ctx context.Context, job workflow.Job) (_ workflow.Job, with map[string]any, err *spec.Error) {
+// prepare evaluates an attempt's `with`, then its verb fields, under ctx,
+// sets the fields in job, and returns the evaluated `with` (nil if it did
+// not evaluate). The job goes by pointer on this path, as through runAttempt
+// and runStep: a job's goroutine starts on a small stack, which copies of
+// workflow.Job in every frame made it grow (and copy itself) for each job.
+func (e *Eval) prepare(ctx context.Context, job *workflow.Job) (with map[string]any, err *spec.Error) {
 	defer func() {
 		if r := recover(); r != nil {
 			err = panicError(evaluationPanicked, r)
 		}
 	}()
-	if e.Literal {
-		if fields, ok := copyLiteral(e.Body); ok {
-			m, _ := fields.(map[string]any)
-			return withFields(job, m), noWith, nil
-		}
-	}
 	with = noWith
 	if len(e.With) > 0 {
 		with = make(map[string]any, len(e.With))
@@ -111,7 +107,7 @@ func (e *Eval) prepare(ctx context.Context, job workflow.Job) (_ workflow.Job, w
 	for _, nv := range e.With {
 		v, err := workflow.EvalContext(ctx, nv.Value, e.Scope)
 		if err != nil {
-			return job, nil, err
+			return nil, err
 		}
 		with[nv.Name] = v
 	}
@@ -119,27 +115,55 @@ func (e *Eval) prepare(ctx context.Context, job workflow.Job) (_ workflow.Job, w
 	scope.With = with // the verb body sees with; with itself did not
 	fields, err := workflow.EvalContext(ctx, e.Body, scope)
 	if err != nil {
-		return job, with, err
+		return with, err
 	}
 	m, _ := fields.(map[string]any)
-	return withFields(job, m), with, nil
+	setFields(job, m)
+	return with, nil
+}
+
+// prepareLiteral sets the fields of an attempt without `with` whose fields
+// hold no expression (Eval.Literal), without an evaluator; false if they
+// are not a plain literal tree, for prepare to evaluate. It runs no user
+// code, so the driver calls it before it starts the job's goroutine, whose
+// first stack is small: the copy's allocations, deep in the runtime, made it
+// grow (and copy itself) for every job.
+func (e *Eval) prepareLiteral(job *workflow.Job) bool {
+	fields, ok := copyLiteral(e.Body)
+	if ok {
+		m, _ := fields.(map[string]any)
+		setFields(job, m)
+	}
+	return ok
+}
+
+// evalFields sets an attempt's fields: a copy of literal ones
+// (prepareLiteral), or what prepare evaluates.
+func (e *Eval) evalFields(ctx context.Context, job *workflow.Job) (with map[string]any, err *spec.Error) {
+	if e.Literal && e.prepareLiteral(job) {
+		return noWith, nil
+	}
+	return e.prepare(ctx, job)
 }
 
 // runAttempt runs one attempt under ctx: its `with` and verb fields, then
 // (once prepared was told the `with`) the verb through run, which recovers
 // its panics, then the bindings over the verb's output.
-func (e *Eval) runAttempt(ctx context.Context, job workflow.Job, prepared func(with map[string]any),
-	run func(workflow.Job) workflow.Outcome) Report {
-	job, with, err := e.prepare(ctx, job)
-	rep := Report{With: with}
+// ready: the driver set the job's literal fields already (prepareLiteral).
+func (e *Eval) runAttempt(ctx context.Context, job *workflow.Job, ready bool, prepared func(with map[string]any),
+	run func(*workflow.Job) workflow.Outcome, rep *Report) {
+	with, err := noWith, (*spec.Error)(nil)
+	if !ready {
+		with, err = e.evalFields(ctx, job)
+	}
+	rep.With = with
 	if err != nil {
 		rep.Outcome = workflow.Failed(err)
-		return rep
+		return
 	}
 	prepared(with)
 	rep.Outcome = run(job)
-	e.bind(ctx, &rep)
-	return rep
+	e.bind(ctx, rep)
 }
 
 // bind runs the bindings under ctx over a successful outcome's output; a
@@ -219,7 +243,7 @@ func (e *Eval) runGate(ctx context.Context) (rep Report) {
 
 // prepareStep evaluates an on_finally step's `when`, then its fields under
 // ctx (§3.11): ok is false when the `when` is false.
-func (e *Eval) prepareStep(ctx context.Context, job workflow.Job) (_ workflow.Job, ok bool, err *spec.Error) {
+func (e *Eval) prepareStep(ctx context.Context, job *workflow.Job) (ok bool, err *spec.Error) {
 	defer func() {
 		if r := recover(); r != nil {
 			ok, err = false, panicError(evaluationPanicked, r)
@@ -228,21 +252,22 @@ func (e *Eval) prepareStep(ctx context.Context, job workflow.Job) (_ workflow.Jo
 	if e.When != nil {
 		pass, err := workflow.EvalBool(e.When, e.Scope)
 		if err != nil || !pass {
-			return job, false, err
+			return false, err
 		}
 	}
 	fields, err := workflow.EvalContext(ctx, e.Body, e.Scope)
 	if err != nil {
-		return job, false, err
+		return false, err
 	}
 	m, _ := fields.(map[string]any)
-	return withFields(job, m), true, nil
+	setFields(job, m)
+	return true, nil
 }
 
 // runStep runs an on_finally step: its `when` and fields, then (when they
 // let it run) its verb through run.
-func (e *Eval) runStep(ctx context.Context, job workflow.Job, run func(workflow.Job) workflow.Outcome) Report {
-	job, ok, err := e.prepareStep(ctx, job)
+func (e *Eval) runStep(ctx context.Context, job *workflow.Job, run func(*workflow.Job) workflow.Outcome) Report {
+	ok, err := e.prepareStep(ctx, job)
 	if err != nil {
 		return Report{Outcome: workflow.Failed(err), Skipped: true}
 	}
@@ -320,34 +345,44 @@ func (b *litBudget) copy(v any, depth int) (any, bool) {
 		b.bytes -= len(x)
 		return v, b.bytes >= 0
 	case []any:
-		if x == nil {
-			return []any(nil), true
-		}
-		out := make([]any, len(x))
-		for i, it := range x {
-			c, ok := b.copy(it, depth+1)
-			if !ok {
-				return nil, false
-			}
-			out[i] = c
-		}
-		return out, true
+		return b.slice(x, depth)
 	case map[string]any:
-		if x == nil {
-			return map[string]any(nil), true
-		}
-		out := make(map[string]any, len(x))
-		for k, it := range x {
-			b.bytes -= len(k)
-			c, ok := b.copy(it, depth+1)
-			if !ok {
-				return nil, false
-			}
-			out[k] = c
-		}
-		return out, true
+		return b.object(x, depth)
 	}
 	return nil, false
+}
+
+// slice and object copy the containers in frames of their own, so that the
+// leaves' frames stay small (this runs on a job goroutine's first stack).
+func (b *litBudget) slice(x []any, depth int) (any, bool) {
+	if x == nil {
+		return []any(nil), true
+	}
+	out := make([]any, len(x))
+	for i, it := range x {
+		c, ok := b.copy(it, depth+1)
+		if !ok {
+			return nil, false
+		}
+		out[i] = c
+	}
+	return out, true
+}
+
+func (b *litBudget) object(x map[string]any, depth int) (any, bool) {
+	if x == nil {
+		return map[string]any(nil), true
+	}
+	out := make(map[string]any, len(x))
+	for k, it := range x {
+		b.bytes -= len(k)
+		c, ok := b.copy(it, depth+1)
+		if !ok {
+			return nil, false
+		}
+		out[k] = c
+	}
+	return out, true
 }
 
 const evaluationPanicked = "evaluating the task's expressions or bindings"
