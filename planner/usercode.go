@@ -48,7 +48,9 @@ import (
 // does not end, because the core decided the run's state before it asked for
 // them. A gate made of literals only (`when: true`, a literal list) is no
 // user code: the core decides it at once, so that the jobs of one step still
-// start together (D5). workflow.EvalBool takes no context, so a `when` is
+// start together (D5); neither are an attempt's verb fields without `with`
+// and without an expression, which the driver copies before it starts the
+// job (prepareLiteral). workflow.EvalBool takes no context, so a `when` is
 // bounded by its step budget alone.
 
 // Eval is the user code of a job (see above).
