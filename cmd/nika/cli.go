@@ -142,6 +142,7 @@ var synopses = map[string]string{
 	"explain": "nika explain NIKA-XXX-NNN",
 	"schema":  "nika schema",
 	"mcp":     "nika mcp",
+	"lsp":     "nika lsp [--model M]",
 	"serve": "nika serve [--addr ADDR] [--auth-token TOKEN] [--permits FILE] [--secret-env NAME]... [--workflows DIR] [--max-runs N] [--queue N] " +
 		"[--max-body BYTES] [--keep-runs N] [--shutdown-timeout DUR] [--trace-dir DIR] [--model M] [--max-parallel-tasks N] [--max-parallel-tools N] [--max-processes N] [--max-exec-output BYTES] [--metrics-task-label]",
 }
