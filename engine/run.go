@@ -78,15 +78,21 @@ func (e *Engine) Prepare(w *workflow.Workflow, vars map[string]string) (*Prepare
 	}
 	mask := workflow.NewMasker(secrets)
 	for _, t := range w.Tasks {
-		if t.Model == "" {
-			continue
+		models := []string{t.Model}
+		for _, step := range t.OnFinally {
+			models = append(models, step.Model) // an on_finally step's key is checked before the run too
 		}
-		if err := e.opts.Providers.ensure(t.Model, e.opts.Env); err != nil {
-			sep := ": "
-			if !e.opts.Providers.onDemand {
-				sep = ", but "
+		for _, m := range models {
+			if m == "" {
+				continue
 			}
-			return nil, &PrepareError{Stage: StageProviders, msg: mask(fmt.Sprintf("task %q uses %s%s%v", t.ID, t.Model, sep, err))}
+			if err := e.opts.Providers.ensure(m, e.opts.Env); err != nil {
+				sep := ": "
+				if !e.opts.Providers.onDemand {
+					sep = ", but "
+				}
+				return nil, &PrepareError{Stage: StageProviders, msg: mask(fmt.Sprintf("task %q uses %s%s%v", t.ID, m, sep, err))}
+			}
 		}
 	}
 	env := make(map[string]any, len(w.Env))

@@ -3,8 +3,10 @@ package event
 import "time"
 
 // MaxLiveText bounds the model text an agent_text observation carries: the live stream is for
-// watching (the web view's turn timeline), and the canonical record never carries it (D18).
-const MaxLiveText = 2000
+// watching (the web view's turn timeline), and the canonical record never carries it (D18). A
+// watcher that shows less masks the secrets first and cuts after (a cut through a secret would
+// otherwise show its start).
+const MaxLiveText = 16 << 10
 
 // Kinds of the live stream (D19). Fields may be added; consumers ignore kinds they do not know.
 const (

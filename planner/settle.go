@@ -154,7 +154,11 @@ func (tr *taskRun) runFinally(c *Core) {
 	if tr.finallyIdx < len(tr.t.OnFinally) {
 		step := tr.t.OnFinally[tr.finallyIdx]
 		id := tr.finallyJob()
-		c.step.Start = append(c.step.Start, Work{ID: id, Job: c.job(tr, step.Verb, 0, -1), Timeout: step.Timeout,
+		job := c.job(tr, step.Verb, 0, -1)
+		if step.Model != "" { // the step's own model (§6.1), not its task's: an exec task has none
+			job.Model = step.Model
+		}
+		c.step.Start = append(c.step.Start, Work{ID: id, Job: job, Timeout: step.Timeout,
 			Eval: &Eval{Scope: c.scope(tr, scopeFinally, nil), When: step.When, Body: step.Body}})
 		return
 	}

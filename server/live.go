@@ -3,6 +3,7 @@ package server
 import (
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/nikahq/nika/event"
 )
@@ -11,6 +12,21 @@ import (
 // needs 20,000 for its task lifecycle; past the bound, notes are counted and dropped (the page
 // says so), so a runaway run cannot hold the server's memory.
 const maxLiveNotes = 50_000
+
+// maxTurnText bounds the model text a turn of the web view shows (agent_text, masked first).
+const maxTurnText = 2000
+
+// cutText cuts s to at most n bytes at a rune boundary, marking the cut with "…".
+func cutText(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	i := n - len("…")
+	for i > 0 && !utf8.RuneStart(s[i]) {
+		i--
+	}
+	return s[:i] + "…"
+}
 
 // liveNoteBytes is what one kept note is counted as against KeepBytes (the struct and its strings).
 const liveNoteBytes = 192
@@ -38,7 +54,7 @@ type liveNote struct {
 	InTokens  int           `json:"input_tokens,omitempty"`
 	OutTokens int           `json:"output_tokens,omitempty"`
 	IsError   bool          `json:"is_error,omitempty"`
-	Text      string        `json:"text,omitempty"` // agent_text: the model's words, masked (at most event.MaxLiveText bytes)
+	Text      string        `json:"text,omitempty"` // agent_text: the model's words, masked, then cut to maxTurnText bytes
 	At        time.Time     `json:"-"`
 	AtMS      int64         `json:"at_ms"` // Unix milliseconds
 }
@@ -90,6 +106,7 @@ func (l *liveLog) Observe(o event.Live) {
 		if l.mask != nil {
 			n.Text = l.mask(n.Text) // the model may repeat a secret it was given
 		}
+		n.Text = cutText(n.Text, maxTurnText) // after masking: a cut through a secret would show its start
 	}
 	if l.mask != nil && n.Tool != "" {
 		n.Tool = l.mask(n.Tool)

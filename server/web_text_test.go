@@ -36,3 +36,35 @@ tasks:
 		t.Errorf("the panel shows a secret the model repeated:\n%s", b)
 	}
 }
+
+// A secret that a 2,000-byte cut would split is masked before the cut: neither its start nor its
+// end reaches the page.
+func TestWebMasksBeforeCuttingTheModelsText(t *testing.T) {
+	const secret = "sk-LIVE-0123456789abcdef"
+	reg := provider.NewRegistry()
+	reg.Register("mock", providertest.NewScripted(providertest.Reply(strings.Repeat("a", maxTurnText-10)+secret+" and more")))
+	env := map[string]string{"WEB_TOK": secret}
+	_, c := start(t, Options{SecretEnv: []string{"WEB_TOK"}, Engine: engine.Options{
+		Env:       func(k string) (string, bool) { v, ok := env[k]; return v, ok },
+		Providers: &engine.Providers{Registry: reg},
+	}})
+	id := c.submit(`nika: v1
+workflow: said
+secrets:
+  TOK: { source: env, key: WEB_TOK }
+tasks:
+  - id: a
+    agent: { prompt: "Tell me.", model: mock/echo, max_turns: 2 }
+`, nil)
+	c.events(id)
+	_, b := c.page("GET", "/ui/runs/"+id+"/tasks/a", "", nil)
+	if !strings.Contains(b, `<blockquote class="model-text">aaaa`) {
+		t.Fatalf("the turn does not show the model's text:\n%s", b)
+	}
+	for _, part := range []string{"sk-LIVE", "0123456789abcdef"} {
+		if strings.Contains(b, part) {
+			t.Errorf("the panel shows part of a secret the cut went through: %q", part)
+		}
+	}
+}
+

@@ -568,6 +568,9 @@ func (c *checker) onFinally(t *taskState, n *Node) {
 		}
 		item.Verb = vp[0].Key.Str
 		item.Body = c.verb(t, vp[0], pathKey(ip, item.Verb), siteFinally)
+		if item.Verb == "infer" || item.Verb == "agent" {
+			item.Model, item.ModelVar = c.modelOf(deref(vp[0].Value))
+		}
 		t.OnFinally = append(t.OnFinally, item)
 	}
 }

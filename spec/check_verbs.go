@@ -71,6 +71,13 @@ func (c *checker) verbField(t *taskState, verb string, f *Pair, path string, kin
 		if !ok {
 			return nil, false
 		}
+		if v != "" && kind != siteBody {
+			// The run resolves and checks a task's var-named model before it starts; an
+			// on_finally step's model is never resolved ahead, so it stays literal.
+			c.errorf(CodeVarStatic, n, path, "Write a literal model on an on_finally step (`openai/gpt-4o-mini`), or set the var-named model on the task.",
+				"an on_finally step's model is literal-only; `${{ vars.%s }}` is allowed on a task's `infer` or `agent` and in the envelope", v)
+			return nil, false
+		}
 		if v != "" { // evaluated with the job like any field: it is the var's value
 			return c.dataValue(n, path, kind, t), true
 		}
@@ -250,31 +257,14 @@ func ModelProblem(id string) (msg, detail string) {
 // resolveModel applies §6.1: task model, then --model, then the envelope. A model named by a
 // var (`${{ vars.NAME }}`) sets Task.ModelVar instead; the run resolves it (model_var.go).
 func (c *checker) resolveModel(t *taskState, body *Node, path, verb string, kind siteKind) {
-	var m, mv string
-	if n := body.Get("model"); n != nil {
-		d := deref(n)
-		if d.Kind != KindString {
-			return
-		}
-		if v, ok := ModelVar(d.Str); ok {
-			mv = v
-		} else {
-			m = d.Str
-		}
-	} else if c.opts.Model != "" {
-		m = c.opts.Model
-	} else if env := deref(c.file.Root).Get("model"); env != nil {
-		d := deref(env)
-		if d.Kind != KindString {
-			return
-		}
-		if v, ok := ModelVar(d.Str); ok {
-			mv = v
-		} else {
-			m = d.Str
-		}
+	if n := body.Get("model"); n != nil && deref(n).Kind != KindString {
+		return // reported where the field is checked
 	}
+	m, mv := c.modelOf(body)
 	if m == "" && mv == "" {
+		if env := deref(c.file.Root).Get("model"); env != nil && deref(env).Kind != KindString {
+			return
+		}
 		c.errorf(CodeParseRequired, body, path, "Set `model:` on the task or the workflow (e.g. `model: openai/gpt-4o-mini`), or pass `--model`.",
 			"`%s` has no model", verb)
 		return
@@ -282,6 +272,32 @@ func (c *checker) resolveModel(t *taskState, body *Node, path, verb string, kind
 	if kind == siteBody {
 		t.Model, t.ModelVar = m, mv
 	}
+}
+
+// modelOf is the model an infer or agent body runs on (§6.1): its own `model`, then --model,
+// then the envelope's; a var-named one as the var's name. Both are "" when there is none, or
+// when the one that applies is not a string.
+func (c *checker) modelOf(body *Node) (model, varName string) {
+	split := func(n *Node) (string, string) {
+		d := deref(n)
+		if d.Kind != KindString {
+			return "", ""
+		}
+		if v, ok := ModelVar(d.Str); ok {
+			return "", v
+		}
+		return d.Str, ""
+	}
+	if n := body.Get("model"); n != nil {
+		return split(n)
+	}
+	if c.opts.Model != "" {
+		return c.opts.Model, ""
+	}
+	if env := deref(c.file.Root).Get("model"); env != nil {
+		return split(env)
+	}
+	return "", ""
 }
 
 func (c *checker) vision(n *Node, path string) bool {

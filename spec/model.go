@@ -146,6 +146,10 @@ type FinallyItem struct {
 	When    Value
 	Timeout time.Duration
 	Tool    string
+	// Model is an infer or agent step's model, resolved as a task's is (§6.1: the step's own,
+	// then --model, then the envelope's); ModelVar names the envelope's var instead, until the
+	// run resolves it (workflow.ResolveModels).
+	Model, ModelVar string
 }
 
 // Binding is one output: jq binding.

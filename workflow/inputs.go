@@ -66,24 +66,42 @@ func ResolveVars(w *Workflow, supplied map[string]string) (map[string]any, *spec
 // id is NIKA-VAR-006 (exit 2). It changes the tasks of w: a compiled workflow serves one run.
 func ResolveModels(w *Workflow, vars map[string]any) *spec.Error {
 	for _, t := range w.Tasks {
-		if t.ModelVar == "" {
-			continue
+		if t.ModelVar != "" {
+			m, err := modelFromVar(vars, t.ModelVar, fmt.Sprintf("task %q", t.ID), t.ID)
+			if err != nil {
+				return err
+			}
+			t.Model = m
 		}
-		v := vars[t.ModelVar]
-		s, _ := v.(string)
-		msg, detail := spec.ModelProblem(s)
-		if v == nil {
-			msg, detail = "it is not set", fmt.Sprintf("Pass --var %s=<provider>/<name>, or give the var a default.", t.ModelVar)
-		} else if _, isString := v.(string); !isString {
-			msg, detail = fmt.Sprintf("it is %v, not a string", v), "Pass a model id like `openai/gpt-4o-mini`."
+		for i, step := range t.OnFinally {
+			if step.ModelVar != "" {
+				m, err := modelFromVar(vars, step.ModelVar, fmt.Sprintf("on_finally step %d of task %q", i, t.ID), t.ID)
+				if err != nil {
+					return err
+				}
+				step.Model = m
+			}
 		}
-		if msg != "" {
-			return spec.NewError(spec.CodeVarRuntime, fmt.Sprintf("task %q takes its model from var %q: %s — %s", t.ID, t.ModelVar, msg, detail),
-				map[string]any{"var": t.ModelVar, "task": t.ID})
-		}
-		t.Model = s
 	}
 	return nil
+}
+
+// modelFromVar is the model var name holds, or NIKA-VAR-006 saying what is wrong with it.
+func modelFromVar(vars map[string]any, name, who, task string) (string, *spec.Error) {
+	v := vars[name]
+	s, isString := v.(string)
+	msg, detail := spec.ModelProblem(s)
+	switch {
+	case v == nil:
+		msg, detail = "it is not set", fmt.Sprintf("Pass --var %s=<provider>/<name>, or give the var a default.", name)
+	case !isString:
+		msg, detail = fmt.Sprintf("it is %v, not a string", v), "Pass a model id like `openai/gpt-4o-mini`."
+	}
+	if msg != "" {
+		return "", spec.NewError(spec.CodeVarRuntime, fmt.Sprintf("%s takes its model from var %q: %s — %s", who, name, msg, detail),
+			map[string]any{"var": name, "task": task})
+	}
+	return s, nil
 }
 
 func varType(v *spec.VarDecl) string {

@@ -81,3 +81,47 @@ outputs:
 		}
 	})
 }
+
+// An on_finally infer step runs on its own model, resolved as a task's is (the step's, then
+// --model, then the envelope's, a var-named one included), not on its task's: under an exec task
+// it used to fail with a malformed model id "". Its provider's key is checked before the run, and
+// the var form in a step's own field is refused statically.
+func TestOnFinallyStepModel(t *testing.T) {
+	flow := func(envelope, step string) string {
+		return `nika: v1
+workflow: fin
+vars:
+  m: { type: string, default: mock/echo }
+` + envelope + `
+tasks:
+  - id: a
+    exec: { command: ["sh", "-c", "echo ran > a.txt"] }
+    on_finally:
+      - infer: { prompt: "note"` + step + ` }
+`
+	}
+	for _, tc := range []struct {
+		name, envelope, step string
+		args                 []string
+		code                 int
+		want, not            string // in stderr
+	}{
+		{"literal envelope", "model: mock/echo", "", nil, 0, "✓ a", "on_finally step 0 failed"},
+		{"var envelope", "model: ${{ vars.m }}", "", nil, 0, "✓ a", "on_finally step 0 failed"},
+		{"--model", "", "", []string{"--model", "mock/echo"}, 0, "✓ a", "on_finally step 0 failed"},
+		{"var envelope, bad value", "model: ${{ vars.m }}", "", []string{"--var", "m=nope"}, 2, `on_finally step 0 of task "a" takes its model from var "m"`, "✓ a"},
+		{"step's key checked before the run", "model: mock/echo", ", model: anthropic/claude-sonnet-4-5", nil, 3, "ANTHROPIC_API_KEY", "✓ a"},
+		{"var form in a step", "model: mock/echo", `, model: "${{ vars.m }}"`, nil, 2, "error[NIKA-VAR-005]", "✓ a"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			if err := os.WriteFile(filepath.Join(dir, "fin.nika.yaml"), []byte(flow(tc.envelope, tc.step)), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			r := runBinaryEnv(t, dir, nil, append([]string{"run", "fin.nika.yaml", "--no-trace", "--no-progress"}, tc.args...)...)
+			if r.code != tc.code || !strings.Contains(r.stderr, tc.want) || strings.Contains(r.stderr, tc.not) {
+				t.Errorf("exit %d, want %d with %q and without %q:\n%s", r.code, tc.code, tc.want, tc.not, r.stderr)
+			}
+		})
+	}
+}

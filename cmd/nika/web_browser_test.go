@@ -228,14 +228,14 @@ func (b *browser) eval(expr string) string {
 	return v
 }
 
-// screenshot writes the viewport as a PNG into the artifact directory, and to also when set.
+// screenshot writes the viewport as a PNG into the screenshot directory, and to also when set.
 func (b *browser) screenshot(name string, also ...string) {
 	b.t.Helper()
 	png, err := chromedp.Run(b.ctx, chromedp.CaptureScreenshot())
 	if err != nil {
 		b.t.Fatalf("screenshot %s: %v", name, err)
 	}
-	for _, p := range append([]string{filepath.Join(b.t.ArtifactDir(), name)}, also...) {
+	for _, p := range append([]string{filepath.Join(screenshotDir(b.t), name)}, also...) {
 		if p == "" {
 			continue
 		}
@@ -418,3 +418,20 @@ func TestWebBrowser(t *testing.T) {
 	b.do("a page after signing out", chromedp.Navigate(s.url+"/runs/"+url.PathEscape(id)), chromedp.WaitVisible(chromedp.ID("token")))
 	b.noConsoleErrors()
 }
+
+// screenshotDir is where the browser tests leave their screenshots for people to look at:
+// $NIKA_SCREENSHOT_DIR when set (.ci/run sets .ci/artifacts/screenshots, kept after the run),
+// else the test's artifact directory (kept with go test -artifacts -outputdir DIR).
+func screenshotDir(t *testing.T) string {
+	t.Helper()
+	dir := os.Getenv("NIKA_SCREENSHOT_DIR")
+	if dir == "" {
+		return t.ArtifactDir()
+	}
+	dir = filepath.Join(dir, t.Name())
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
