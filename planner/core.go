@@ -519,7 +519,7 @@ func (c *Core) endRun(outputs map[string]any, outputsErr *spec.Error) {
 // Result is the outcome of a finished run: its state, every task's record
 // in declaration order, and the outputs.
 type Result struct {
-	State   string // success, failure, cancelled
+	State   Status // success, failure, cancelled
 	Tasks   []TaskResult
 	Outputs map[string]any
 	Error   *spec.Error // an outputs error (NIKA-VAR-009, …), belonging to no task
@@ -529,7 +529,7 @@ type Result struct {
 // TaskResult is one task's entry in the report (D22).
 type TaskResult struct {
 	ID     string
-	Status string
+	Status Status
 	Output any
 	Error  *spec.Error
 	Usage  map[string]*ModelUsage
@@ -542,10 +542,10 @@ type ModelUsage struct {
 
 // Result returns the run's result; meaningful once a Step reported Done.
 func (c *Core) Result() Result {
-	r := Result{State: string(c.state), Outputs: c.outputs, Error: c.outputsErr, Usage: map[string]*ModelUsage{}}
+	r := Result{State: c.state, Outputs: c.outputs, Error: c.outputsErr, Usage: map[string]*ModelUsage{}}
 	r.Tasks = make([]TaskResult, 0, len(c.tasks))
 	for _, tr := range c.tasks {
-		tres := TaskResult{ID: tr.t.ID, Status: string(tr.status), Output: tr.output, Error: tr.err, Usage: tr.usage}
+		tres := TaskResult{ID: tr.t.ID, Status: tr.status, Output: tr.output, Error: tr.err, Usage: tr.usage}
 		r.Tasks = append(r.Tasks, tres)
 		for m, u := range tr.usage {
 			agg := r.Usage[m]

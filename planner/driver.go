@@ -180,7 +180,7 @@ func (d *driver) run() Result {
 	}
 	d.wg.Wait()
 	res := d.core.Result()
-	d.live(event.Live{Kind: event.LiveWorkflowFinished, Status: res.State, Elapsed: d.opts.Clock().Sub(begun)})
+	d.live(event.Live{Kind: event.LiveWorkflowFinished, Status: string(res.State), Elapsed: d.opts.Clock().Sub(begun)})
 	return res
 }
 

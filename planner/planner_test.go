@@ -252,7 +252,7 @@ func TestGatesAndCascade(t *testing.T) {
 `
 	r := execute(t, context.Background(), src, newScript(), Config{})
 	for id, want := range map[string]string{"a": "failure", "b": "cancelled", "c": "cancelled", "always": "success", "never": "skipped", "free": "success"} {
-		if got := r.task(id).Status; got != want {
+		if got := string(r.task(id).Status); got != want {
 			t.Errorf("%s: status %q, want %q", id, got, want)
 		}
 	}
@@ -334,7 +334,7 @@ func TestRetryCountsAndOnCodes(t *testing.T) {
 `
 	r := execute(t, context.Background(), src, newScript(), Config{})
 	for id, want := range map[string]string{"transient": "success", "not_listed": "failure", "listed": "success", "exhausted": "failure"} {
-		if got := r.task(id).Status; got != want {
+		if got := string(r.task(id).Status); got != want {
 			t.Errorf("%s = %s, want %s", id, got, want)
 		}
 	}

@@ -9,7 +9,7 @@ import "sort"
 func (r Result) Report(runID, workflow string, seed uint64) map[string]any {
 	tasks := make(map[string]any, len(r.Tasks))
 	for _, t := range r.Tasks {
-		entry := map[string]any{"status": t.Status, "output": t.Output, "error": nil}
+		entry := map[string]any{"status": string(t.Status), "output": t.Output, "error": nil}
 		if t.Error != nil {
 			entry["error"] = errorValue(t.Error)
 		}
@@ -23,7 +23,7 @@ func (r Result) Report(runID, workflow string, seed uint64) map[string]any {
 		outputs = map[string]any{}
 	}
 	rep := map[string]any{
-		"run_id": runID, "workflow": workflow, "workflow_state": r.State, "seed": seed,
+		"run_id": runID, "workflow": workflow, "workflow_state": string(r.State), "seed": seed,
 		"tasks": tasks, "outputs": outputs, "usage": usageValue(r.Usage),
 	}
 	if r.Error != nil {

@@ -382,7 +382,7 @@ func (h *scriptHarness) step(s Step) []string {
 
 func (h *scriptHarness) result() []string {
 	r := h.core.Result()
-	out := []string{"state " + r.State}
+	out := []string{"state " + string(r.State)}
 	for _, tr := range r.Tasks {
 		o, _ := canon.Marshal(tr.Output)
 		line := fmt.Sprintf("task %s %s output=%s", tr.ID, tr.Status, o)

@@ -196,7 +196,7 @@ func (s *Server) execute(r *run) {
 	report := s.encodeReport(r, res)
 	r.cancel()
 	s.mu.Lock()
-	r.state, r.report, r.traceErr = res.State, report, s.relativeToTraceDir(traceErr)
+	r.state, r.report, r.traceErr = string(res.State), report, s.relativeToTraceDir(traceErr)
 	r.ended, r.counts = s.opts.Clock(), resultCounts(res)
 	s.running--
 	s.retireLocked(r)
@@ -266,7 +266,7 @@ func (s *Server) encodeReport(r *run, res planner.Result) []byte {
 		s.logf("run %s: %s", r.id, warning)
 	}
 	if err != nil {
-		b, _ = canon.Marshal(map[string]any{"run_id": r.id, "workflow": r.w.Name, "workflow_state": res.State,
+		b, _ = canon.Marshal(map[string]any{"run_id": r.id, "workflow": r.w.Name, "workflow_state": string(res.State),
 			"error": map[string]any{"message": "the report cannot be encoded: " + err.Error()}})
 	}
 	return b

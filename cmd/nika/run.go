@@ -296,7 +296,7 @@ func (f *runFlags) execute(eng *engine.Engine, p *engine.Prepared, stdout, stder
 			lost = true
 		}
 	}
-	if interrupted || res.State == "cancelled" {
+	if interrupted || res.State == planner.StatusCancelled {
 		return exitInterrupt
 	}
 	return f.finish(res, mask, lost, stdout, stderr)
@@ -314,13 +314,13 @@ func (f *runFlags) finish(res planner.Result, mask func(string) string, lost boo
 		fmt.Fprintf(stderr, "nika run: error: cannot write the outputs to stdout: %v\n", err)
 		lost = true
 	}
-	if res.State != "success" {
+	if res.State != planner.StatusSuccess {
 		if res.Error != nil { // an error is printed even with --quiet (D20)
 			fmt.Fprintf(stderr, "nika run: error[%s] %s\n", res.Error.Code, mask(res.Error.Message))
 		}
 		if f.quiet { // the per-task lines are off: say which tasks failed the run, and why
 			for _, tr := range res.Tasks {
-				if tr.Status == "failure" && tr.Error != nil {
+				if tr.Status == planner.StatusFailure && tr.Error != nil {
 					fmt.Fprintf(stderr, "nika run: task %s failed: error[%s] %s\n", tr.ID, tr.Error.Code, mask(tr.Error.Message))
 				}
 			}
