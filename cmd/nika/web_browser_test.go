@@ -434,4 +434,3 @@ func screenshotDir(t *testing.T) string {
 	}
 	return dir
 }
-
