@@ -67,21 +67,7 @@ func (c *checker) verbField(t *taskState, verb string, f *Pair, path string, kin
 	d := deref(n)
 	switch {
 	case name == "model":
-		m, v, ok := c.model(n, path)
-		if !ok {
-			return nil, false
-		}
-		if v != "" && kind != siteBody {
-			// The run resolves and checks a task's var-named model before it starts; an
-			// on_finally step's model is never resolved ahead, so it stays literal.
-			c.errorf(CodeVarStatic, n, path, "Write a literal model on an on_finally step (`openai/gpt-4o-mini`), or set the var-named model on the task.",
-				"an on_finally step's model is literal-only; `${{ vars.%s }}` is allowed on a task's `infer` or `agent` and in the envelope", v)
-			return nil, false
-		}
-		if v != "" { // evaluated with the job like any field: it is the var's value
-			return c.dataValue(n, path, kind, t), true
-		}
-		return m, true
+		return c.modelField(t, n, path, kind)
 	case name == "schema":
 		before := len(c.findings)
 		c.noPlaceholders(n, path, "`schema`")
@@ -252,6 +238,25 @@ func ModelProblem(id string) (msg, detail string) {
 		return fmt.Sprintf("unknown mock model %q", id), "The mock provider serves only `mock/echo`."
 	}
 	return "", ""
+}
+
+// modelField checks a verb's `model` field: a literal model id, or `${{ vars.NAME }}` on a
+// task's infer or agent, whose value is then evaluated with the job like any field (it is the
+// var's value, which the run resolved and checked before it started).
+func (c *checker) modelField(t *taskState, n *Node, path string, kind siteKind) (Value, bool) {
+	m, v, ok := c.model(n, path)
+	switch {
+	case !ok:
+		return nil, false
+	case v != "" && kind != siteBody:
+		// An on_finally step's own model is not resolved ahead of the run, so it stays literal.
+		c.errorf(CodeVarStatic, n, path, "Write a literal model on an on_finally step (`openai/gpt-4o-mini`), or set the var-named model on the task.",
+			"an on_finally step's model is literal-only; `${{ vars.%s }}` is allowed on a task's `infer` or `agent` and in the envelope", v)
+		return nil, false
+	case v != "":
+		return c.dataValue(n, path, kind, t), true
+	}
+	return m, true
 }
 
 // resolveModel applies §6.1: task model, then --model, then the envelope. A model named by a
