@@ -55,8 +55,9 @@ type Options struct {
 	Verbs func() map[string]planner.Verb
 }
 
-// Engine runs prepared workflows. It is safe for concurrent use: runs share its providers,
-// builtins and exec verb (whose process bound thus holds for all of them).
+// Engine runs prepared workflows. It is safe for concurrent use over distinct compiled workflows
+// (see Prepare): runs share its providers, builtins and exec verb (whose process bound thus holds
+// for all of them).
 type Engine struct {
 	opts Options
 	exec *exec.Verb

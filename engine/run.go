@@ -35,7 +35,7 @@ const (
 )
 
 // PrepareError is why a run could not be prepared. Err carries the code when there is one
-// (vars and secrets); the message is already masked.
+// (vars and secrets); the providers stage's message is already masked.
 type PrepareError struct {
 	Stage Stage
 	Err   *spec.Error // nil for StageProviders
@@ -52,6 +52,10 @@ func (e *PrepareError) Error() string {
 // NewRunID returns a fresh run id, "r-" and a UUIDv7 (time-ordered).
 func NewRunID() string { return "r-" + uuid.Must(uuid.NewV7()).String() }
 
+// Prepare sets the models of w's var-named tasks and steps (workflow.ResolveModels): a compiled
+// workflow serves one prepared run, as both commands compile one per run; a caller that reuses a
+// compiled workflow (a resume, a durable worker) must compile it again or copy its tasks.
+//
 // Prepare resolves what w needs before it runs (LANGUAGE.md §10): the supplied vars (as
 // `--var` texts, converted to their declared types) and the models named by a var, the secrets (from the environment or
 // files under the run directory) and the masker over them, the env values, and makes sure every

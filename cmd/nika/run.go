@@ -147,7 +147,7 @@ func runWith(args []string, stdout, stderr io.Writer, env runEnv) int {
 		return exitEnv
 	}
 	if f.limits.ExecDepth >= engine.MaxRunDepth {
-		fmt.Fprintf(stderr, "nika run: error[NIKA-SEC-003] run recursion: nesting depth %d ≥ %d — A workflow is starting nika run inside itself; break the loop.\n", f.limits.ExecDepth, engine.MaxRunDepth)
+		fmt.Fprintf(stderr, "nika run: error[%s] run recursion: nesting depth %d ≥ %d — A workflow is starting nika run inside itself; break the loop.\n", spec.CodeSecRecursion, f.limits.ExecDepth, engine.MaxRunDepth)
 		return exitEnv
 	}
 
