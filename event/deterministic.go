@@ -10,9 +10,10 @@ import (
 	"github.com/nikahq/nika/spec/canon"
 )
 
-// Deterministic returns the canonical event line with "ts", "run_id" and every "timing" object (at any depth
-// of "fields", inside arrays too) removed: what the determinism contract compares (D17). Nothing else is
-// touched: a "timing" key whose value is not an object is data, and so are "ts" or "run_id" inside fields.
+// Deterministic returns the canonical event line with "ts", "run_id", "chain" and every "timing" object (at
+// any depth of "fields", inside arrays too) removed: what the determinism contract compares (D17). The chain
+// goes because it hashes the whole line, ts included. Nothing else is touched: a "timing" key whose value is
+// not an object is data, and so are "ts", "run_id" or "chain" inside fields.
 // The result is canonical JSON without a trailing newline; the input may end with one.
 func Deterministic(line []byte) ([]byte, error) {
 	dec := json.NewDecoder(bytes.NewReader(line))
@@ -29,6 +30,7 @@ func Deterministic(line []byte) ([]byte, error) {
 	}
 	delete(obj, "ts")
 	delete(obj, "run_id")
+	delete(obj, ChainKey)
 	if f, ok := obj["fields"]; ok {
 		stripTiming(f)
 	}

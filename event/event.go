@@ -1,5 +1,3 @@
-// Package event carries a run's two streams: the canonical stream (Event, its canonical JSON line, sinks) is the
-// record; the live stream (Live) is for watching, in real time. They are never mixed.
 package event
 
 import (

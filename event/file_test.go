@@ -1,6 +1,7 @@
 package event
 
 import (
+	"bytes"
 	"os"
 	"path/filepath"
 	"strings"
@@ -60,5 +61,8 @@ func TestFileCutsATornLine(t *testing.T) {
 	}
 	if strings.Count(string(b), "\n") != 1 || !strings.HasSuffix(string(b), "\n") || !strings.Contains(string(b), "workflow_started") {
 		t.Errorf("trace = %q, want the first line alone", b)
+	}
+	if n, err := VerifyChain(bytes.NewReader(b)); n != 1 || err != nil {
+		t.Errorf("VerifyChain = %d, %v: the cut trace is not an intact chain", n, err)
 	}
 }

@@ -254,16 +254,16 @@ func TestSinkMaskKeepsFieldKeys(t *testing.T) {
 {"fields":{"event_type":"••••••us","payload":{"x":{"••••••s":"ok"},"••••••":2,"••••••#2":1}},"kind":"user_event","run_id":"r","seq":4,"task":"t","ts":"2026-11-30T12:00:00.123Z"}
 {"fields":{"data":{"••••••us":"••••••"},"level":"info","message":"m"},"kind":"log","run_id":"r","seq":5,"task":"t","ts":"2026-11-30T12:00:00.123Z"}
 `
-	if out.String() != want {
-		t.Errorf("got\n%s\nwant\n%s", out.String(), want)
+	if got := unchain(t, out.String()); got != want {
+		t.Errorf("got\n%s\nwant\n%s", got, want)
 	}
 	var joined bytes.Buffer
 	for _, l := range mem.Lines() {
 		joined.Write(l)
 		joined.WriteByte('\n')
 	}
-	if joined.String() != want {
-		t.Errorf("Memory.Lines:\n%s", joined.String())
+	if joined.String() != out.String() {
+		t.Errorf("Memory.Lines:\n%s\nNDJSON:\n%s", joined.String(), out.String())
 	}
 }
 

@@ -70,15 +70,17 @@ func (s *Memory) Events() []Event {
 }
 
 // Lines returns the canonical JSON line of every event received so far, without newlines: the bytes an
-// NDJSON sink with the same masker would have written. Lines are encoded on demand, so emitting stays
-// cheap.
+// NDJSON sink with the same masker would have written, chain values included (the chain starts at the
+// first event this sink received). Lines are encoded on demand, so emitting stays cheap.
 func (s *Memory) Lines() [][]byte {
 	s.mu.Lock()
 	events, mask := slices.Clone(s.events), s.mask
 	s.mu.Unlock()
 	lines := make([][]byte, len(events))
+	var c chain
 	for i, e := range events {
-		lines[i], _ = appendLine(nil, e, mask)
+		line, _ := appendLine(nil, e, mask)
+		lines[i] = c.link(line)
 	}
 	return lines
 }
@@ -91,6 +93,9 @@ const maxRetainedBuf = 64 << 10
 // carrying one whole line, followed by Flush when the writer has a `Flush() error` method (a
 // *bufio.Writer); an *os.File gets the Write and nothing else. It is safe for concurrent use.
 //
+// Every line carries its chain value (the package doc has the recipe; VerifyChain checks it), chained
+// from the first line this sink wrote: one sink, one chain.
+//
 // It never fails the run. The first error is kept for Err. After a write or flush error nothing more is
 // written — the trace is cut at the failure rather than left with a torn line followed by more events —
 // and later Emits return at once. An event whose fields cannot be encoded (a programming error) is written
@@ -101,6 +106,7 @@ type NDJSON struct {
 	flush func() error
 	mask  Masker
 	buf   []byte
+	chain chain // over the lines written so far
 	err   error // first error, of any kind
 	werr  error // first write or flush error: write nothing more
 }
@@ -138,6 +144,7 @@ func (s *NDJSON) Emit(e Event) {
 	if err != nil && s.err == nil {
 		s.err = err
 	}
+	line = s.chain.link(line)
 	line = append(line, '\n')
 	if cap(line) <= maxRetainedBuf {
 		s.buf = line[:0]

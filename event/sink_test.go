@@ -24,8 +24,11 @@ func TestNDJSONOneLinePerEvent(t *testing.T) {
 	if err := s.Err(); err != nil {
 		t.Fatal(err)
 	}
-	want := `{"fields":{"tasks":2,"workflow":"w"},"kind":"workflow_started","run_id":"r","seq":1,"ts":"2026-11-30T12:00:00.123Z"}` + "\n" +
-		`{"fields":{"level":"info","message":"<hi & bye>\nnext"},"kind":"log","run_id":"r","seq":2,"ts":"2026-11-30T12:00:00.123Z"}` + "\n"
+	// The chain values were computed by hand, outside Go, following the package doc:
+	//   c1=$(printf '%s' "$line1" | sha256sum); printf '%s%s' "$c1" "$line2" | sha256sum
+	// with line1 and line2 the lines below without their chain member.
+	want := `{"chain":"4218a7bbf42ee289160adfc07df718c17df8da29201a7eb3659618692a9aef79","fields":{"tasks":2,"workflow":"w"},"kind":"workflow_started","run_id":"r","seq":1,"ts":"2026-11-30T12:00:00.123Z"}` + "\n" +
+		`{"chain":"8509d48ac07a472e8d0bd8bb6edf4c9953764ef3d7917ad4b9f6b049bbcfe86a","fields":{"level":"info","message":"<hi & bye>\nnext"},"kind":"log","run_id":"r","seq":2,"ts":"2026-11-30T12:00:00.123Z"}` + "\n"
 	if got := w.buf.String(); got != want {
 		t.Errorf("got\n%s\nwant\n%s", got, want)
 	}
@@ -154,7 +157,7 @@ func TestNDJSONEncodeErrorKeepsTheRecord(t *testing.T) {
 	if s.Err() == nil {
 		t.Fatal("want the encoding error")
 	}
-	lines := strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n")
+	lines := strings.Split(strings.TrimSuffix(unchain(t, out.String()), "\n"), "\n")
 	if len(lines) != 2 {
 		t.Fatalf("got %d lines: %q", len(lines), out.String())
 	}
@@ -174,8 +177,8 @@ func TestNDJSONMasker(t *testing.T) {
 	fields := map[string]any{"message": "pw=hunter2", "hunter2": []any{"hunter2"}, "data": map[string]any{"hunter2": "hunter2"}}
 	s.Emit(Event{Seq: 1, TS: ts0, RunID: "hunter2", Kind: Log, Task: "t", Iteration: NoIteration, Fields: fields})
 	want := `{"fields":{"data":{"***":"***"},"hunter2":["***"],"message":"pw=***"},"kind":"log","run_id":"hunter2","seq":1,"task":"t","ts":"2026-11-30T12:00:00.123Z"}` + "\n"
-	if out.String() != want {
-		t.Errorf("got  %s\nwant %s", out.String(), want)
+	if got := unchain(t, out.String()); got != want {
+		t.Errorf("got  %s\nwant %s", got, want)
 	}
 	if fields["message"] != "pw=hunter2" {
 		t.Error("the emitter's fields were modified")
@@ -194,7 +197,12 @@ func TestMemory(t *testing.T) {
 	if m.Events()[0].Seq != 1 {
 		t.Error("Events() is not a copy")
 	}
-	lines := m.Lines()
+	var joined strings.Builder
+	for _, l := range m.Lines() {
+		joined.Write(l)
+		joined.WriteByte('\n')
+	}
+	lines := strings.Split(strings.TrimSuffix(unchain(t, joined.String()), "\n"), "\n")
 	want := []string{
 		`{"fields":{"message":"a"},"kind":"log","run_id":"r","seq":1,"ts":"2026-11-30T12:00:00.123Z"}`,
 		`{"fields":{},"kind":"log","run_id":"r","seq":2,"ts":"2026-11-30T12:00:00.123Z"}`,
@@ -203,7 +211,7 @@ func TestMemory(t *testing.T) {
 		t.Fatalf("Lines() = %q", lines)
 	}
 	for i := range want {
-		if string(lines[i]) != want[i] {
+		if lines[i] != want[i] {
 			t.Errorf("line %d = %s, want %s", i, lines[i], want[i])
 		}
 	}
