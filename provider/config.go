@@ -40,10 +40,12 @@ func EnvVar(provider, suffix string) string {
 
 // ConfigFromEnv reads the engine configuration of provider name from the environment seen through
 // lookup (os.LookupEnv in production): NIKA_<PROVIDER>_MAX_INFLIGHT into MaxLimit,
-// NIKA_<PROVIDER>_RPM into RPM and NIKA_<PROVIDER>_TPM into TPM (names by EnvVar). A variable unset
-// or empty leaves its field 0, so NewFront takes the default (DefaultMaxLimit in flight, no
-// budget). A value that is not a whole number in range is an error naming the variable, the value
-// and what is expected; the other fields are then zero too.
+// NIKA_<PROVIDER>_RPM into RPM, NIKA_<PROVIDER>_TPM into TPM (names by EnvVar), and
+// NIKA_<PROVIDER>_STREAM, one of 1, true, 0 or false (any case), into NoStream (0 and false turn
+// streaming off; issue 17 item 4). A variable unset or empty leaves its field zero, so NewFront
+// takes the default (DefaultMaxLimit in flight, no budget, streaming on). A value that is not a
+// whole number in range, or not one of the STREAM values, is an error naming the variable, the
+// value and what is expected; the other fields are then zero too.
 func ConfigFromEnv(name string, lookup func(string) (string, bool)) (FrontConfig, error) {
 	var cfg FrontConfig
 	for _, v := range []struct {
@@ -64,7 +66,30 @@ func ConfigFromEnv(name string, lookup func(string) (string, bool)) (FrontConfig
 		}
 		*v.field = n
 	}
+	on, err := streamEnv(lookup, EnvVar(name, "STREAM"), name)
+	if err != nil {
+		return FrontConfig{}, err
+	}
+	cfg.NoStream = !on
 	return cfg, nil
+}
+
+// streamEnv reads variable through lookup as a switch: 1 or true (on), 0 or false (off), in any
+// case; unset or blank is on.
+func streamEnv(lookup func(string) (string, bool), variable, name string) (bool, error) {
+	if lookup == nil {
+		return true, nil
+	}
+	raw, ok := lookup(variable)
+	s := strings.ToLower(strings.TrimSpace(raw))
+	switch {
+	case !ok || s == "" || s == "1" || s == "true":
+		return true, nil
+	case s == "0" || s == "false":
+		return false, nil
+	}
+	return false, fmt.Errorf("%s is %q: want whether replies from %s are streamed: 1 or true, 0 or false (unset: 1)",
+		variable, raw, name)
 }
 
 // positiveEnv reads variable through lookup as a whole number from 1 to max; unset or blank is 0.

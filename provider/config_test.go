@@ -66,11 +66,31 @@ func TestConfigFromEnv(t *testing.T) {
 		{name: "a unit",
 			env:     map[string]string{"NIKA_OPENAI_TPM": "200k"},
 			wantErr: []string{"NIKA_OPENAI_TPM", `"200k"`}},
+		{name: "stream off by 0", env: map[string]string{"NIKA_OPENAI_STREAM": "0"}, want: FrontConfig{NoStream: true}},
+		{name: "stream off by false", env: map[string]string{"NIKA_OPENAI_STREAM": " False "}, want: FrontConfig{NoStream: true}},
+		{name: "stream on by 1", env: map[string]string{"NIKA_OPENAI_STREAM": "1"}, want: FrontConfig{}},
+		{name: "stream on by true", env: map[string]string{"NIKA_OPENAI_STREAM": "TRUE"}, want: FrontConfig{}},
+		{name: "stream blank is on", env: map[string]string{"NIKA_OPENAI_STREAM": " "}, want: FrontConfig{}},
+		{name: "stream with the others",
+			env:  map[string]string{"NIKA_OPENAI_STREAM": "false", "NIKA_OPENAI_RPM": "60"},
+			want: FrontConfig{RPM: 60, NoStream: true}},
+		{name: "another provider's stream is not read",
+			env:  map[string]string{"NIKA_GROQ_STREAM": "0", "OPENAI_STREAM": "0"},
+			want: FrontConfig{}},
+		{name: "stream not a switch",
+			env:     map[string]string{"NIKA_OPENAI_STREAM": "off"},
+			wantErr: []string{"NIKA_OPENAI_STREAM", `"off"`, "streamed", "1 or true, 0 or false", "unset: 1"}},
+		{name: "stream a letter",
+			env:     map[string]string{"NIKA_OPENAI_STREAM": "t"},
+			wantErr: []string{"NIKA_OPENAI_STREAM", `"t"`}},
+		{name: "stream a number other than 0 and 1",
+			env:     map[string]string{"NIKA_OPENAI_STREAM": "2", "NIKA_OPENAI_RPM": "60"},
+			wantErr: []string{"NIKA_OPENAI_STREAM", `"2"`}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			got, err := ConfigFromEnv("openai", func(k string) (string, bool) { v, ok := tt.env[k]; return v, ok })
 			if tt.wantErr == nil {
-				if err != nil || got.MaxLimit != tt.want.MaxLimit || got.RPM != tt.want.RPM || got.TPM != tt.want.TPM {
+				if err != nil || got.MaxLimit != tt.want.MaxLimit || got.RPM != tt.want.RPM || got.TPM != tt.want.TPM || got.NoStream != tt.want.NoStream {
 					t.Errorf("ConfigFromEnv = %+v, %v; want %+v, no error", got, err, tt.want)
 				}
 				return
@@ -83,7 +103,7 @@ func TestConfigFromEnv(t *testing.T) {
 					t.Errorf("error %q does not contain %q", err, part)
 				}
 			}
-			if got.MaxLimit != 0 || got.RPM != 0 || got.TPM != 0 {
+			if got.MaxLimit != 0 || got.RPM != 0 || got.TPM != 0 || got.NoStream {
 				t.Errorf("config %+v with an error, want zero", got)
 			}
 		})

@@ -36,6 +36,10 @@ type FrontConfig struct {
 	RPM, TPM int
 	MaxSends int           // sends per request, the first included; default 5
 	Deadline time.Duration // no send starts later than this after a request's first send; default 60 s
+	// NoStream makes CompleteStream send plain requests (NIKA_<PROVIDER>_STREAM=0): the reply is
+	// then announced to the observer once it is complete. The zero value streams wherever the
+	// adapter can (a StreamAdapter).
+	NoStream bool
 	// Sleep waits d or until ctx is done (then it returns ctx's error). Injectable for tests; the
 	// default uses a real timer.
 	Sleep func(ctx context.Context, d time.Duration) error
@@ -81,6 +85,7 @@ var (
 	_ Provider       = (*Front)(nil)
 	_ NativeSchema   = (*Front)(nil)
 	_ NativeThinking = (*Front)(nil)
+	_ Streamer       = (*Front)(nil)
 )
 
 // NewFront returns the front end of provider name (e.g. "openai") over a.
@@ -146,19 +151,34 @@ func (f *Front) Limit() int { return f.lim.stats().Limit }
 func (f *Front) Complete(ctx context.Context, reqs []Request) []Outcome {
 	out := make([]Outcome, len(reqs))
 	if len(reqs) == 1 {
-		out[0] = f.one(ctx, &reqs[0])
+		out[0] = f.one(ctx, &reqs[0], nil)
 		return out
 	}
 	var wg sync.WaitGroup
 	for i := range reqs {
-		wg.Go(func() { out[i] = f.one(ctx, &reqs[i]) })
+		wg.Go(func() { out[i] = f.one(ctx, &reqs[i], nil) })
 	}
 	wg.Wait()
 	return out
 }
 
-// one runs a request to its final outcome: sends, limiter waits and back-off.
-func (f *Front) one(ctx context.Context, req *Request) (o Outcome) {
+// CompleteStream answers one request as Complete does, under the same limiter, retries, MaxSends,
+// Deadline and token accounting (each attempt is one send, held in flight until its stream ends),
+// reading the reply as it streams when the adapter is a StreamAdapter and NoStream is off
+// (provider.Streamer). obs hears every text delta and tool call (StreamObserver), and OnRestart
+// before each send after the first. It starts no goroutine.
+func (f *Front) CompleteStream(ctx context.Context, req Request, obs *StreamObserver) Outcome {
+	t := newTracker(obs)
+	o := f.one(ctx, &req, t)
+	if o.Err == nil {
+		t.finish(o.Response)
+	}
+	return o
+}
+
+// one runs a request to its final outcome: sends, limiter waits and back-off. t is nil for a
+// plain request, else the observer of a streamed one.
+func (f *Front) one(ctx context.Context, req *Request, t *tracker) (o Outcome) {
 	defer func() {
 		if r := recover(); r != nil { // a defect of the front end itself; never reach the caller
 			o = f.internal(req, fmt.Sprintf("provider %s: internal failure: %v", f.name, r))
@@ -177,7 +197,7 @@ func (f *Front) one(ctx context.Context, req *Request) (o Outcome) {
 		if n == 1 {
 			first = f.lim.clock.Now()
 		}
-		o = f.exchange(ctx, req)
+		o = f.exchange(ctx, req, t)
 		reason := ""
 		if o.Err != nil {
 			reason = ReasonOf(o.Err)
@@ -203,6 +223,9 @@ func (f *Front) one(ctx context.Context, req *Request) (o Outcome) {
 		}
 		if f.lim.clock.Now().Add(wait).Sub(first) > f.cfg.Deadline {
 			return o // the next send would start past the budget (WIRES.md §4.4)
+		}
+		if t != nil {
+			t.restart(n+1, o.Err) // before the wait, so a consumer can stop what it started at once
 		}
 		if err := f.cfg.Sleep(ctx, wait); err != nil || ctx.Err() != nil {
 			return f.cancelled(ctx, req)
@@ -245,14 +268,19 @@ func EstimateTokens(r *Request) int {
 	return n/4 + 1 + max(r.MaxTokens, 0)
 }
 
-// exchange makes one send, turning an adapter panic or a malformed outcome into a failed outcome.
-func (f *Front) exchange(ctx context.Context, req *Request) (o Outcome) {
+// exchange makes one send, streamed when t is set, the adapter can stream and NoStream is off,
+// turning an adapter panic (or an observer's) or a malformed outcome into a failed outcome.
+func (f *Front) exchange(ctx context.Context, req *Request, t *tracker) (o Outcome) {
 	defer func() {
 		if r := recover(); r != nil {
 			o = f.internal(req, fmt.Sprintf("provider %s: adapter panic: %v", f.name, r))
 		}
 	}()
-	o = f.adapter.Exchange(ctx, *req)
+	if sa, ok := f.adapter.(StreamAdapter); ok && t != nil && !f.cfg.NoStream {
+		o = sa.ExchangeStream(ctx, *req, &t.inner)
+	} else {
+		o = f.adapter.Exchange(ctx, *req)
+	}
 	switch {
 	case o.Err != nil:
 		o.Response = nil
