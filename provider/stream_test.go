@@ -61,7 +61,7 @@ func TestFrontCompleteStreamPassesThroughAndCompletes(t *testing.T) {
 			obs.Text("Reading ")
 			obs.ToolCall(StreamCall{Index: 1, Block: final.Response.Message.Blocks[2]}) // out of order
 			obs.ToolCall(StreamCall{Index: 1, Block: final.Response.Message.Blocks[2]}) // repeated: dropped
-			return final                                                                 // "both." and call 0 were not streamed
+			return final                                                                // "both." and call 0 were not streamed
 		},
 	}
 	rec := &recorder{}
@@ -210,8 +210,11 @@ func TestFrontCompleteStreamPlain(t *testing.T) {
 func TestFrontCompleteNeverStreams(t *testing.T) {
 	final := twoCalls()
 	f := NewFront("fake", streamAdapter{
-		plain:  func(context.Context, Request) Outcome { return final },
-		stream: func(context.Context, Request, *StreamObserver) Outcome { t.Error("ExchangeStream called by Complete"); return final },
+		plain: func(context.Context, Request) Outcome { return final },
+		stream: func(context.Context, Request, *StreamObserver) Outcome {
+			t.Error("ExchangeStream called by Complete")
+			return final
+		},
 	}, FrontConfig{})
 	if out := f.Complete(context.Background(), []Request{req("a"), req("b")}); !reflect.DeepEqual(out, []Outcome{final, final}) {
 		t.Errorf("outcomes = %+v", out)
