@@ -10,6 +10,7 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/nikahq/nika/provider"
@@ -27,6 +28,10 @@ type Adapter struct {
 	Client  *http.Client
 
 	now func() time.Time // clock for Retry-After HTTP-dates; nil → time.Now
+
+	// plainOnly is set once the server refused a streamed request (ExchangeStream): every later
+	// one is sent plain.
+	plainOnly atomic.Bool
 }
 
 var (
@@ -80,37 +85,56 @@ func (a *Adapter) SupportsThinking(model string) bool {
 
 // Exchange sends one request and maps the answer (provider.Adapter).
 func (a *Adapter) Exchange(ctx context.Context, req provider.Request) provider.Outcome {
-	fail := func(status int, reason, msg string, cause error) provider.Outcome {
-		return provider.Failed(provider.Failure{Provider: a.Profile.Name, Model: req.Model, Status: status,
-			Reason: reason, Message: a.mask(msg), Cause: cause})
-	}
 	names := provider.NamesOf(req)
-	body, err := a.encode(req, names)
+	body, err := a.encode(req, names, false)
 	if err != nil {
-		return fail(0, provider.ReasonBadRequest, "cannot encode the request: "+err.Error(), err)
+		return a.encodeFailure(req.Model, err)
 	}
+	resp, failed := a.post(ctx, req.Model, body, "application/json")
+	if failed != nil {
+		return *failed
+	}
+	defer resp.Body.Close()
+	return a.plainReply(ctx, req.Model, resp, names)
+}
+
+// plainReply reads and maps a whole (non-streamed) reply.
+func (a *Adapter) plainReply(ctx context.Context, model string, resp *http.Response, names *provider.Names) provider.Outcome {
+	raw, err := io.ReadAll(io.LimitReader(resp.Body, maxBody))
+	if err != nil {
+		return a.transportFailure(ctx, model, resp.StatusCode, err)
+	}
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		return a.httpFailure(model, resp.StatusCode, resp.Header, raw)
+	}
+	return a.decode(model, resp.StatusCode, resp.Header, raw, names)
+}
+
+func (a *Adapter) encodeFailure(model string, err error) provider.Outcome {
+	return provider.Failed(provider.Failure{Provider: a.Profile.Name, Model: model, Reason: provider.ReasonBadRequest,
+		Message: a.mask("cannot encode the request: " + err.Error()), Cause: err})
+}
+
+// post sends body to the chat completions route, asking for accept. A failure to send is the
+// outcome; else the caller owns the response's body.
+func (a *Adapter) post(ctx context.Context, model string, body []byte, accept string) (*http.Response, *provider.Outcome) {
 	hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, a.endpoint(), bytes.NewReader(body))
 	if err != nil {
-		return fail(0, provider.ReasonBadRequest, "cannot build the request: "+err.Error(), err)
+		o := provider.Failed(provider.Failure{Provider: a.Profile.Name, Model: model, Reason: provider.ReasonBadRequest,
+			Message: a.mask("cannot build the request: " + err.Error()), Cause: err})
+		return nil, &o
 	}
 	hreq.Header.Set("Content-Type", "application/json")
-	hreq.Header.Set("Accept", "application/json")
+	hreq.Header.Set("Accept", accept)
 	if a.Key != "" {
 		hreq.Header.Set("Authorization", "Bearer "+a.Key)
 	}
 	resp, err := a.Client.Do(hreq)
 	if err != nil {
-		return a.transportFailure(ctx, req.Model, 0, err)
+		o := a.transportFailure(ctx, model, 0, err)
+		return nil, &o
 	}
-	defer resp.Body.Close()
-	raw, err := io.ReadAll(io.LimitReader(resp.Body, maxBody))
-	if err != nil {
-		return a.transportFailure(ctx, req.Model, resp.StatusCode, err)
-	}
-	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		return a.httpFailure(req.Model, resp.StatusCode, resp.Header, raw)
-	}
-	return a.decode(req.Model, resp.StatusCode, resp.Header, raw, names)
+	return resp, nil
 }
 
 // transportFailure classifies an error from sending or reading: the context first (deadline →
@@ -178,6 +202,13 @@ type wireRequest struct {
 	MaxCompletion     int             `json:"max_completion_tokens,omitempty"`
 	ReasoningEffort   string          `json:"reasoning_effort,omitempty"`
 	Reasoning         *reasoning      `json:"reasoning,omitempty"`
+	Stream            bool            `json:"stream,omitempty"`
+	StreamOptions     *streamOptions  `json:"stream_options,omitempty"`
+}
+
+// streamOptions asks for the usage chunk before [DONE] (WIRES.md §1.1).
+type streamOptions struct {
+	IncludeUsage bool `json:"include_usage"`
 }
 
 // reasoning is OpenRouter's reasoning object (Profile.Reasoning ReasoningMaxTokens).
@@ -236,7 +267,8 @@ type jsonSchema struct {
 
 func ptr[T any](v T) *T { return &v }
 
-func (a *Adapter) encode(req provider.Request, names *provider.Names) ([]byte, error) {
+// encode builds the request body; stream asks for the reply as server-sent events.
+func (a *Adapter) encode(req provider.Request, names *provider.Names, stream bool) ([]byte, error) {
 	choice, chosen, err := provider.ParseToolChoice(req)
 	if err != nil {
 		return nil, err
@@ -312,6 +344,12 @@ func (a *Adapter) encode(req provider.Request, names *provider.Names) ([]byte, e
 			w.MaxCompletion = req.MaxTokens
 		} else {
 			w.MaxTokens = req.MaxTokens
+		}
+	}
+	if stream {
+		w.Stream = true
+		if !a.Profile.NoStreamOptions {
+			w.StreamOptions = &streamOptions{IncludeUsage: true}
 		}
 	}
 	return json.Marshal(w)

@@ -25,7 +25,8 @@ func TestConformance(t *testing.T) {
 
 func chatCompletionsWire(p openai.Profile) providertest.Wire {
 	return providertest.Wire{
-		Name: "openai/" + p.Name,
+		Name:   "openai/" + p.Name,
+		Stream: &chatCompletionsStream,
 		New: func(baseURL string) provider.Adapter {
 			env := map[string]string{p.KeyVars[0]: providertest.TestKey, p.BaseURLVars[0]: baseURL}
 			a, err := openai.New(p, func(k string) (string, bool) { v, ok := env[k]; return v, ok }, nil)
@@ -125,4 +126,50 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
 	w.Write(b)
+}
+
+// finishReason is the wire's finish_reason for a neutral stop reason.
+func finishReason(stop string) string {
+	return map[string]string{provider.StopEndTurn: "stop", provider.StopToolUse: "tool_calls", provider.StopMaxTokens: "length"}[stop]
+}
+
+// chatCompletionsStream streams as OpenAI does: a first chunk with the role, content pieces, for
+// each call a chunk with its index, id and name and then its argument pieces, a chunk with the
+// finish_reason, the include_usage chunk (choices: []), then [DONE].
+var chatCompletionsStream = providertest.StreamWire{
+	Events: func(msg provider.Message, usage *provider.Usage, stop string, split int) []string {
+		head := `{"id":"chatcmpl-test","object":"chat.completion.chunk","created":1,"model":"test-model",`
+		choice := func(delta any, finish any) string {
+			b, _ := json.Marshal(map[string]any{"choices": []any{map[string]any{"index": 0, "delta": delta, "finish_reason": finish}}})
+			return providertest.SSE("", head+string(b[1:]))
+		}
+		ev := []string{choice(map[string]any{"role": "assistant", "content": ""}, nil)}
+		if text := provider.Text(msg); text != "" {
+			for _, p := range providertest.Pieces(text, split) {
+				ev = append(ev, choice(map[string]any{"content": p}, nil))
+			}
+		}
+		i := 0
+		for _, b := range msg.Blocks {
+			if b.Type != provider.BlockToolUse {
+				continue
+			}
+			ev = append(ev, choice(map[string]any{"tool_calls": []any{map[string]any{"index": i, "id": b.ID, "type": "function",
+				"function": map[string]any{"name": b.Name, "arguments": ""}}}}, nil))
+			for _, p := range providertest.Pieces(string(b.Input), split) {
+				ev = append(ev, choice(map[string]any{"tool_calls": []any{map[string]any{"index": i, "function": map[string]any{"arguments": p}}}}, nil))
+			}
+			i++
+		}
+		ev = append(ev, choice(map[string]any{}, finishReason(stop)))
+		if usage != nil {
+			b, _ := json.Marshal(map[string]any{"choices": []any{}, "usage": map[string]int{"prompt_tokens": usage.InputTokens,
+				"completion_tokens": usage.OutputTokens, "total_tokens": usage.InputTokens + usage.OutputTokens}})
+			ev = append(ev, providertest.SSE("", head+string(b[1:])))
+		}
+		return append(ev, providertest.SSE("", "[DONE]"))
+	},
+	// OpenRouter reports a failure after the model started as an error chunk (WIRES.md §1.7).
+	ErrorEvent:  providertest.SSE("", `{"error":{"code":502,"message":"Upstream provider overloaded"}}`),
+	ErrorReason: provider.ReasonServerError,
 }

@@ -54,6 +54,13 @@ type Profile struct {
 	// arguments a model wrote that are not a JSON object go back exactly as it wrote them. Other
 	// servers parse them and answer 400 (Ollama: "invalid tool call arguments"), so they get {}.
 	RawArguments bool
+	// NoStream: the server cannot stream; ExchangeStream sends the plain request (the Front then
+	// announces the whole reply). A server that answers a streamed request with a 400 or 422
+	// naming "stream" is treated so from then on, for the adapter's lifetime, without a profile.
+	NoStream bool
+	// NoStreamOptions omits stream_options from a streamed request: the server refuses fields it
+	// does not know (Mistral answers 422) and sends its usage chunk unasked, if at all.
+	NoStreamOptions bool
 }
 
 // Values of Profile.Reasoning.
@@ -90,7 +97,7 @@ var quirks = map[string]Profile{
 	"llamacpp":   {MaxTokensField: maxTokens, ParallelToolCalls: true},
 	"localai":    {MaxTokensField: maxTokens},
 	"vllm":       {MaxTokensField: maxTokens},
-	"mistral":    {MaxTokensField: maxTokens, NoStrictSchema: true, IDs9: true},
+	"mistral":    {MaxTokensField: maxTokens, NoStrictSchema: true, IDs9: true, NoStreamOptions: true},
 	"openrouter": {MaxTokensField: maxTokens, Reasoning: ReasoningMaxTokens},
 	"groq":       {MaxTokensField: maxTokens},
 	"deepseek":   {MaxTokensField: maxTokens, JSONObjectOnly: true, ReplayReasoning: true},

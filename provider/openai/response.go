@@ -27,13 +27,15 @@ type wireRespMessage struct {
 	Content          json.RawMessage `json:"content"`
 	Refusal          *string         `json:"refusal"`
 	ReasoningContent *string         `json:"reasoning_content"`
-	ToolCalls        []struct {
-		ID       string `json:"id"`
-		Function struct {
-			Name      string          `json:"name"`
-			Arguments json.RawMessage `json:"arguments"`
-		} `json:"function"`
-	} `json:"tool_calls"`
+	ToolCalls        []wireRespCall  `json:"tool_calls"`
+}
+
+type wireRespCall struct {
+	ID       string `json:"id"`
+	Function struct {
+		Name      string          `json:"name"`
+		Arguments json.RawMessage `json:"arguments"`
+	} `json:"function"`
 }
 
 type wireUsage struct {
@@ -59,26 +61,33 @@ func (a *Adapter) decode(model string, status int, h http.Header, raw []byte, na
 		}
 		return fail(provider.ReasonServerError, fmt.Sprintf("%s: HTTP %d: response has no choices", a.where(), status), nil)
 	}
-	c := w.Choices[0]
+	return a.mapChoice(model, status, w.Choices[0], w.Usage, names)
+}
+
+// mapChoice maps the first choice of a successful reply (plain, or assembled from a stream).
+func (a *Adapter) mapChoice(model string, status int, c wireChoice, usage *wireUsage, names *provider.Names) provider.Outcome {
+	fail := func(reason, msg string) provider.Outcome {
+		return provider.Failed(provider.Failure{Provider: a.Profile.Name, Model: model, Status: status,
+			Reason: reason, Message: a.mask(msg)})
+	}
 	finish := ""
 	if c.FinishReason != nil {
 		finish = *c.FinishReason
 	}
 	if finish == "insufficient_system_resource" { // DeepSeek: generation cut for lack of capacity
-		return fail(provider.ReasonServerError, a.Profile.Name+": generation cut: insufficient_system_resource", nil)
+		return fail(provider.ReasonServerError, a.Profile.Name+": generation cut: insufficient_system_resource")
 	}
 	msg := provider.Message{Role: provider.RoleAssistant, Blocks: []provider.Block{}}
 	if text := contentText(c.Message.Content); text != "" {
 		msg.Blocks = append(msg.Blocks, provider.TextBlock(text))
 	}
-	seen := map[string]bool{}
+	ids := make([]string, len(c.Message.ToolCalls))
 	for i, tc := range c.Message.ToolCalls {
-		id := tc.ID
-		if id == "" || seen[id] {
-			id = "call_" + strconv.Itoa(i)
-		}
-		seen[id] = true
-		msg.Blocks = append(msg.Blocks, provider.ToolUseBlock(id, names.Canonical(tc.Function.Name), arguments(tc.Function.Arguments)))
+		ids[i] = tc.ID
+	}
+	ids = callIDs(ids)
+	for i, tc := range c.Message.ToolCalls {
+		msg.Blocks = append(msg.Blocks, provider.ToolUseBlock(ids[i], names.Canonical(tc.Function.Name), arguments(tc.Function.Arguments)))
 	}
 	if c.Message.ReasoningContent != nil && len(c.Message.ToolCalls) > 0 && a.Profile.ReplayReasoning {
 		pd, _ := json.Marshal(providerData{ReasoningContent: c.Message.ReasoningContent})
@@ -93,13 +102,29 @@ func (a *Adapter) decode(model string, status int, h http.Header, raw []byte, na
 		if c.Message.Refusal != nil && *c.Message.Refusal != "" {
 			m += ": " + clip(oneLine(*c.Message.Refusal))
 		}
-		return fail(provider.ReasonContentFilter, m, nil)
+		return fail(provider.ReasonContentFilter, m)
 	}
 	out := &provider.Response{Message: msg, StopReason: stop}
-	if w.Usage != nil {
-		out.Usage = provider.Usage{InputTokens: w.Usage.PromptTokens, OutputTokens: w.Usage.CompletionTokens, Reported: true}
+	if usage != nil {
+		out.Usage = provider.Usage{InputTokens: usage.PromptTokens, OutputTokens: usage.CompletionTokens, Reported: true}
 	}
 	return provider.Outcome{Response: out}
+}
+
+// callIDs are the ids of a reply's tool calls, in order: each as the server sent it, or
+// "call_<position>" when it sent none or one already taken (WIRES.md §1.7 rule 2). An id depends
+// only on the ids before it, so a streamed call's id is known once the calls before it are.
+func callIDs(ids []string) []string {
+	out := make([]string, len(ids))
+	seen := map[string]bool{}
+	for i, id := range ids {
+		if id == "" || seen[id] {
+			id = "call_" + strconv.Itoa(i)
+		}
+		seen[id] = true
+		out[i] = id
+	}
+	return out
 }
 
 // contentText accepts content as a string, null, or an array of text parts.

@@ -38,6 +38,9 @@ type Wire struct {
 	// Decode extracts from a request body the adapter sent: the wire names of the offered tools, in
 	// order, and the tool_use ids answered by the tool results, in the order sent.
 	Decode func(body []byte) (toolNames []string, resultIDs []string, err error)
+	// Stream, when set, is how the wire streams: the adapter must then be a
+	// provider.StreamAdapter, and Run checks its streamed replies too.
+	Stream *StreamWire
 }
 
 // TestKey is the API key Wire.New gives its adapters.
@@ -50,7 +53,11 @@ var wireName = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`)
 // Run drives the adapters of w against httptest servers and checks what every wire must do
 // (WIRES.md §4, D27, D41, D46): text and tool-call round trips with canonical names, tool results in
 // request order, usage reporting, the status → reason table with Retry-After, cancellation and a body
-// cut short. Each subtest has its own server.
+// cut short. With Wire.Stream set it checks the streamed exchange as well (issue 17): the streamed
+// reply is the plain one, whether the bytes arrive one at a time (split characters) or between
+// keep-alive comments; a tool call is announced before the stream ends; a stream cut short is a
+// network failure that a Front sends again, telling the observer; an error event, an error status
+// and cancellation are classified as on a plain exchange. Each subtest has its own server.
 func Run(t *testing.T, w Wire) {
 	t.Helper()
 	if w.New == nil || w.Reply == nil || w.Error == nil || w.Decode == nil {
@@ -64,6 +71,9 @@ func Run(t *testing.T, w Wire) {
 	t.Run("Statuses", c.statuses)
 	t.Run("Cancelled", c.cancelled)
 	t.Run("BodyCut", c.bodyCut)
+	if w.Stream != nil {
+		c.runStream(t)
+	}
 }
 
 type conformance struct{ w Wire }
