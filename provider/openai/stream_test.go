@@ -64,7 +64,9 @@ func stream(w http.ResponseWriter, chunks ...string) {
 	}
 }
 
-func delta(d string) string { return `{"choices":[{"index":0,"delta":` + d + `,"finish_reason":null}]}` }
+func delta(d string) string {
+	return `{"choices":[{"index":0,"delta":` + d + `,"finish_reason":null}]}`
+}
 
 func finished(reason string) string {
 	return `{"choices":[{"index":0,"delta":{},"finish_reason":"` + reason + `"}]}`
