@@ -142,27 +142,41 @@ func thinks(model string) bool {
 // JSONInstruction to the system prompt, after a blank line, or makes it the system prompt. An unknown
 // ToolChoice or Format, or a named tool not in Tools, fails as bad_request before sending.
 func (a *Adapter) Exchange(ctx context.Context, req provider.Request) provider.Outcome {
-	fail := func(status int, reason, msg string, cause error) provider.Outcome {
-		return provider.Failed(provider.Failure{
-			Provider: providerName, Model: req.Model, Status: status, Reason: reason,
-			Message: a.mask(msg), Cause: cause,
-		})
-	}
 	names := provider.NamesOf(req)
-	body, err := buildRequest(req, names)
+	body, err := buildRequest(req, names, false)
 	if err != nil {
-		return fail(0, provider.ReasonBadRequest, "anthropic: "+err.Error(), err)
+		return a.failed(req.Model, 0, provider.ReasonBadRequest, "anthropic: "+err.Error(), err)
 	}
+	resp, failed := a.post(ctx, req.Model, body, "application/json")
+	if failed != nil {
+		return *failed
+	}
+	defer resp.Body.Close()
+	return a.plainReply(ctx, req.Model, resp, names)
+}
+
+// failed is a failure of this wire, its message masked.
+func (a *Adapter) failed(model string, status int, reason, msg string, cause error) provider.Outcome {
+	return provider.Failed(provider.Failure{
+		Provider: providerName, Model: model, Status: status, Reason: reason,
+		Message: a.mask(msg), Cause: cause,
+	})
+}
+
+// post sends body to the messages route, asking for accept. A failure to send is the outcome;
+// else the caller owns the response's body.
+func (a *Adapter) post(ctx context.Context, model string, body []byte, accept string) (*http.Response, *provider.Outcome) {
 	hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, a.endpoint(), bytes.NewReader(body))
 	if err != nil {
-		return fail(0, provider.ReasonBadRequest, "anthropic: invalid base URL "+provider.RedactURL(a.BaseURL)+": set NIKA_ANTHROPIC_BASE_URL to an http or https URL", err)
+		o := a.failed(model, 0, provider.ReasonBadRequest, "anthropic: invalid base URL "+provider.RedactURL(a.BaseURL)+": set NIKA_ANTHROPIC_BASE_URL to an http or https URL", err)
+		return nil, &o
 	}
 	version := a.Version
 	if version == "" {
 		version = DefaultVersion
 	}
 	hreq.Header.Set("content-type", "application/json")
-	hreq.Header.Set("accept", "application/json")
+	hreq.Header.Set("accept", accept)
 	hreq.Header.Set("x-api-key", a.Key)
 	hreq.Header.Set("anthropic-version", version)
 	client := a.Client
@@ -172,29 +186,44 @@ func (a *Adapter) Exchange(ctx context.Context, req provider.Request) provider.O
 	resp, err := client.Do(hreq)
 	if err != nil {
 		reason := transportReason(ctx, err)
-		return fail(0, reason, a.where()+": request failed ("+reason+"): "+provider.TransportMessage(err), err)
+		o := a.failed(model, 0, reason, a.where()+": request failed ("+reason+"): "+provider.TransportMessage(err), err)
+		return nil, &o
 	}
-	defer resp.Body.Close()
+	return resp, nil
+}
+
+// readFailure is the outcome of a body whose reading failed.
+func (a *Adapter) readFailure(ctx context.Context, model string, status int, err error) provider.Outcome {
+	reason := transportReason(ctx, err)
+	return a.failed(model, status, reason, fmt.Sprintf("%s: HTTP %d: reading the body failed (%s): %s", a.where(), status, reason, provider.TransportMessage(err)), err)
+}
+
+// plainReply reads and maps a whole (non-streamed) reply.
+func (a *Adapter) plainReply(ctx context.Context, model string, resp *http.Response, names *provider.Names) provider.Outcome {
 	raw, err := io.ReadAll(io.LimitReader(resp.Body, maxBody))
 	if err != nil {
-		reason := transportReason(ctx, err)
-		return fail(resp.StatusCode, reason, fmt.Sprintf("%s: HTTP %d: reading the body failed (%s): %s", a.where(), resp.StatusCode, reason, provider.TransportMessage(err)), err)
+		return a.readFailure(ctx, model, resp.StatusCode, err)
 	}
 	retry := retryAfterMs(resp.Header, a.clock())
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		return a.failure(req.Model, resp.StatusCode, retry, raw)
+		return a.failure(model, resp.StatusCode, retry, raw)
 	}
 	var wr wireResponse
 	if err := json.Unmarshal(raw, &wr); err != nil {
-		return fail(resp.StatusCode, provider.ReasonServerError, a.where()+": malformed response body", err)
+		return a.failed(model, resp.StatusCode, provider.ReasonServerError, a.where()+": malformed response body", err)
 	}
 	if wr.Type == "error" || (len(wr.Error) > 0 && string(wr.Error) != "null") {
 		// An error object in a 2xx body is an error (D46).
-		return a.failure(req.Model, resp.StatusCode, retry, raw)
+		return a.failure(model, resp.StatusCode, retry, raw)
 	}
+	return a.mapReply(model, resp.StatusCode, wr, names)
+}
+
+// mapReply maps a successful reply (plain, or assembled from a stream).
+func (a *Adapter) mapReply(model string, status int, wr wireResponse, names *provider.Names) provider.Outcome {
 	r, err := decodeResponse(wr, names)
 	if err != nil {
-		return fail(resp.StatusCode, provider.ReasonServerError, a.where()+": "+err.Error(), err)
+		return a.failed(model, status, provider.ReasonServerError, a.where()+": "+err.Error(), err)
 	}
 	return provider.Outcome{Response: r}
 }

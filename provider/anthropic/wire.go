@@ -20,6 +20,7 @@ type wireRequest struct {
 	Temperature  *float64      `json:"temperature,omitempty"`
 	OutputConfig *outputConfig `json:"output_config,omitempty"`
 	Thinking     *thinking     `json:"thinking,omitempty"`
+	Stream       bool          `json:"stream,omitempty"`
 }
 
 // thinking enables extended thinking (WIRES §2.1).
@@ -95,13 +96,15 @@ type wireResponse struct {
 	Role       string            `json:"role"`
 	Content    []json.RawMessage `json:"content"`
 	StopReason *string           `json:"stop_reason"`
-	Usage      *struct {
-		InputTokens              int `json:"input_tokens"`
-		OutputTokens             int `json:"output_tokens"`
-		CacheCreationInputTokens int `json:"cache_creation_input_tokens"`
-		CacheReadInputTokens     int `json:"cache_read_input_tokens"`
-	} `json:"usage"`
-	Error json.RawMessage `json:"error"`
+	Usage      *wireUsage        `json:"usage"`
+	Error      json.RawMessage   `json:"error"`
+}
+
+type wireUsage struct {
+	InputTokens              int `json:"input_tokens"`
+	OutputTokens             int `json:"output_tokens"`
+	CacheCreationInputTokens int `json:"cache_creation_input_tokens"`
+	CacheReadInputTokens     int `json:"cache_read_input_tokens"`
 }
 
 // providerKey keys this wire's replay data in Message.ProviderData (D44): {"anthropic": [blocks]}
@@ -109,8 +112,8 @@ type wireResponse struct {
 // other blocks (WIRES §4.5).
 const providerKey = "anthropic"
 
-// buildRequest encodes req for the wire.
-func buildRequest(req provider.Request, names *provider.Names) ([]byte, error) {
+// buildRequest encodes req for the wire; stream asks for the reply as server-sent events.
+func buildRequest(req provider.Request, names *provider.Names, stream bool) ([]byte, error) {
 	choice, chosen, err := provider.ParseToolChoice(req)
 	if err != nil {
 		return nil, err
@@ -218,6 +221,7 @@ func buildRequest(req provider.Request, names *provider.Names) ([]byte, error) {
 	if req.Schema != nil {
 		wr.OutputConfig = &outputConfig{Format: outputFormat{Type: "json_schema", Schema: req.Schema}}
 	}
+	wr.Stream = stream
 	return json.Marshal(wr)
 }
 
