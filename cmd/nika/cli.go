@@ -37,6 +37,8 @@ Usage:
   nika check FILE... [--model M] [--json]   check workflows statically; run nothing
   nika graph FILE [--format mermaid|dot|json] [--model M]
                                             print the task graph
+  nika trace verify FILE                    check that a trace is whole and its hash chain intact
+  nika trace show FILE                      print the run a trace records, readably
   nika explain NIKA-XXX-NNN                 explain an error code and how to fix it
   nika schema                               print the JSON Schema of the workflow format
   nika mcp                                  serve nika_check, nika_explain, nika_schema and nika_graph
@@ -78,6 +80,8 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return cmdMCP(rest, stdin, stdout, stderr)
 	case "lsp":
 		return cmdLSP(rest, stdin, stdout, stderr)
+	case "trace":
+		return cmdTrace(rest, stdout, stderr)
 	case "version", "--version", "-version":
 		if len(rest) > 0 {
 			fmt.Fprintf(stderr, "nika version: takes no arguments\n")
