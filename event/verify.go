@@ -109,8 +109,8 @@ func readLine(br *bufio.Reader, buf []byte) ([]byte, error) {
 }
 
 // checkLine checks one line (without its newline) against the previous chain value (nil on the first
-// line) and the previous seq; on success it stores the line's chain value in *sum. It returns 0 or the
-// problem and why.
+// line) and the previous seq; once the chain holds, it stores the line's chain value in *sum (prevChain
+// may alias it: it is read first). It returns 0 or the problem and why.
 func checkLine(line, prevChain []byte, sum *[chainLen]byte, prevSeq int64) (ChainProblem, string) {
 	var env struct {
 		Seq json.RawMessage `json:"seq"`
@@ -124,7 +124,7 @@ func checkLine(line, prevChain []byte, sum *[chainLen]byte, prevSeq int64) (Chai
 		}
 		return BadJSON, "not a JSON object"
 	}
-	if line[0] != '{' {
+	if bytes.TrimLeft(line, " \t\r")[0] != '{' { // Unmarshal into a struct accepts null
 		return BadJSON, "not a JSON object"
 	}
 	at := chainOffset(line)
@@ -140,10 +140,12 @@ func checkLine(line, prevChain []byte, sum *[chainLen]byte, prevSeq int64) (Chai
 	h.Write(line[:at])
 	h.Write(line[end:])
 	var raw [sha256.Size]byte
-	hex.Encode(sum[:], h.Sum(raw[:0]))
-	if got := line[at+len(chainPrefix) : end-2]; !bytes.Equal(got, sum[:]) {
-		return ChainMismatch, fmt.Sprintf("the line says %.12s…, its bytes and the previous line's chain give %.12s… (this line was changed, or lines before it)", got, sum[:])
+	var want [chainLen]byte
+	hex.Encode(want[:], h.Sum(raw[:0]))
+	if got := line[at+len(chainPrefix) : end-2]; !bytes.Equal(got, want[:]) {
+		return ChainMismatch, fmt.Sprintf("the line says %.12s…, its bytes and the previous line's chain give %.12s… (this line was changed, or lines before it)", got, want[:])
 	}
+	*sum = want // the chain holds: the next line links to this value, whatever its seq says
 	if len(env.Seq) == 0 {
 		return BadSeq, "no seq"
 	}
