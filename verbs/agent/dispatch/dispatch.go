@@ -11,7 +11,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"sync/atomic"
 	"time"
 
 	"github.com/nikahq/nika/spec"
@@ -144,13 +143,6 @@ func (c Config) Effective(n int) int {
 	return p
 }
 
-// slot states
-const (
-	stIdle    int32 = iota // not started
-	stRunning              // a worker owns the call
-	stSettled              // exactly one party (worker, timer or coordinator) wrote the slot
-)
-
 // Resolve runs every call of one batch (AGENT.md §6.2–§6.6) and returns
 // len(calls) results, results[i] answering calls[i].
 //
@@ -170,157 +162,245 @@ const (
 // Every goroutine Resolve starts has ended or is inside Executor.Execute when
 // it returns: a tool that ignores its cancelled context (or its call timeout)
 // finishes detached and its late result is discarded (§6.4, §6.6).
+//
+// The shape: Resolve's own goroutine (the coordinator) is the only one that
+// writes results or calls Progress. A worker runs one call and sends its
+// result; the channel is buffered for every send the batch can make, so no
+// worker ever blocks, and a worker still running when Resolve returns has
+// nothing left to write. The semaphore is the number of calls started and not
+// yet answered: a slot is taken before the goroutine starts and given back
+// only when the coordinator receives the call's result, so it never starts a
+// call while a result that freed a slot is unread: at P = 1 a refusal is
+// always seen before the next call starts (§6.1, §6.5).
 func Resolve(ctx context.Context, cfg Config, exec Executor, calls []Call, progress Progress) []Result {
 	n := len(calls)
-	res := make([]Result, n)
 	if n == 0 {
-		return res
+		return []Result{}
 	}
-	p := cfg.Effective(n)
-	timeout := cfg.CallTimeout
-	if timeout < 0 {
-		timeout = 0
-	}
-
-	state := make([]atomic.Int32, n)
-	starts := make([]time.Time, n) // written and read by the coordinator only
-	var timers []*time.Timer
-	if timeout > 0 {
-		timers = make([]*time.Timer, n)
-	}
-	done := make(chan int, n) // buffered to n: no worker ever blocks on exit
 	bctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-
-	// next: calls started; finished: completions received; running: slots
-	// held (started, completion not received). Only the coordinator frees a
-	// slot, when it receives the completion, so it never starts a call while
-	// the completion that freed the slot is still unread: at P = 1 a refusal
-	// is always seen before the next call starts (§6.1, §6.5).
-	next, finished, running := 0, 0, 0
-	abort := func(stopper bool) {
-		cancel()
-		for _, t := range timers {
-			if t != nil {
-				t.Stop()
-			}
-		}
-		why := cancelError(ctx, stopper)
-		outstanding := 0
-		for i := 0; i < next; i++ {
-			switch {
-			case state[i].CompareAndSwap(stRunning, stSettled):
-				// The coordinator owns the slot now; the worker will lose.
-				res[i] = errResult(calls[i], why)
-				res[i].Elapsed = time.Since(starts[i])
-				notifyFinished(progress, res[i])
-			default:
-				outstanding++ // settled by someone else; counted below
-			}
-		}
-		// Slots settled by a worker or a timer but not yet received: their
-		// writer is in non-blocking code (write, send on a buffered channel).
-		outstanding -= finished
-		for ; outstanding > 0; outstanding-- {
-			i := <-done
-			finished++
-			notifyFinished(progress, res[i])
-		}
-		for i := next; i < n; i++ {
-			res[i] = errResult(calls[i], why)
-		}
+	b := &batch{ctx: bctx, exec: exec, timeout: max(cfg.CallTimeout, 0),
+		calls: calls, res: make([]Result, n), slots: make([]slot, n), progress: progress}
+	sends := n
+	if b.timeout > 0 {
+		sends = 2 * n // a call's timer and its late worker both send
 	}
+	b.out = make(chan answer, sends)
 
-	for finished < n {
-		if next < n && running < p {
+	p := cfg.Effective(n)
+	started, answered, stopped := 0, 0, false
+	for answered < n && !stopped {
+		if started < n && started-answered < p { // a slot is free: take it
 			if ctx.Err() != nil { // nothing starts after cancellation (§6.6)
-				abort(false)
-				return res
+				break
 			}
-			i := next
-			next++
-			running++
-			c := calls[i]
-			starts[i] = time.Now()
-			state[i].Store(stRunning)
-			notifyStarted(progress, c)
-			start := starts[i]
-			if timeout > 0 {
-				timers[i] = time.AfterFunc(timeout, func() {
-					if state[i].CompareAndSwap(stRunning, stSettled) {
-						r := errResult(c, spec.NewError(CodeTimeout,
-							fmt.Sprintf("%s exceeded its %s call timeout", c.Name, timeout), nil))
-						r.Elapsed = time.Since(start)
-						res[i] = r
-						done <- i // the call, if still running, is detached
-					}
-				})
-			}
-			go func() {
-				r := run(bctx, exec, c, timeout)
-				r.Elapsed = time.Since(start)
-				if state[i].CompareAndSwap(stRunning, stSettled) {
-					res[i] = r
-					done <- i
-				} // else: timed out or abandoned; the late result is discarded
-			}()
+			b.start(started)
+			started++
 			continue
 		}
-		select {
-		case i := <-done: // res[i] is visible: the write happens before the send
-			finished++
-			running--
-			if timers != nil {
-				timers[i].Stop()
-			}
-			notifyFinished(progress, res[i])
-			if res[i].Boundary() {
-				abort(true)
-				return res
-			}
-		case <-ctx.Done():
-			abort(false)
-			return res
+		a, ok := b.receive(ctx)
+		if !ok { // ctx cancelled
+			break
+		}
+		if b.accept(a) { // the slot is free again
+			answered++
+			stopped = a.r.Boundary() // §6.5
 		}
 	}
-	return res
+	if answered < n {
+		cancel()
+		b.abandon(started, cancelError(ctx, stopped))
+	}
+	return b.res
 }
 
-// run executes one call in the worker goroutine, turning every failure into
-// a result.
-func run(bctx context.Context, exec Executor, c Call, timeout time.Duration) (r Result) {
-	defer func() {
-		if v := recover(); v != nil {
-			r = errResult(c, spec.NewError(CodeInvokeFailed, fmt.Sprintf("%s panicked: %v", c.Name, v), nil))
-			r.Panicked = true
-		}
-	}()
-	if bctx.Err() != nil { // checked before calling the tool
-		return errResult(c, cancelError(bctx, false))
+// batch is one Resolve. Workers and call timers read only ctx, exec,
+// timeout, out and their call's slot start; everything else is the
+// coordinator's.
+type batch struct {
+	ctx      context.Context // the batch context, cancelled when Resolve returns
+	exec     Executor
+	timeout  time.Duration
+	out      chan answer
+	calls    []Call
+	res      []Result
+	slots    []slot
+	progress Progress
+}
+
+// slot is the coordinator's record of one call.
+type slot struct {
+	start    time.Duration // clock() before the call's goroutine starts, never set after
+	timer    *time.Timer   // the call timeout, when there is one
+	answered bool          // its result is in res and its semaphore slot free
+}
+
+// epoch and clock time the calls on the monotonic clock alone. time.Now
+// reads the wall clock too: on the 2-core development VM it takes about
+// 0.19 µs against 0.065 µs for clock, and a quick call is timed twice.
+var epoch = time.Now()
+
+func clock() time.Duration { return time.Since(epoch) }
+
+// answer is a worker's (or a call timer's) result for calls[i].
+type answer struct {
+	i int
+	r Result
+}
+
+// start starts calls[i] on a goroutine of its own, and its call timer.
+func (b *batch) start(i int) {
+	c := b.calls[i]
+	s := &b.slots[i]
+	s.start = clock()
+	notifyStarted(b.progress, c)
+	go b.work(i, c)
+	if b.timeout > 0 {
+		// The timer answers for a tool that ignores its context (§6.4): the
+		// slot gets the timeout result and frees the semaphore slot, and the
+		// worker's late answer loses in accept.
+		start := s.start
+		s.timer = time.AfterFunc(b.timeout, func() {
+			r := errResult(c, timeoutError(c, b.timeout))
+			r.Elapsed = clock() - start
+			b.out <- answer{i, r}
+		})
 	}
-	cctx := bctx
-	if timeout > 0 {
+}
+
+// work is a worker: it runs one call and sends its result, which never
+// blocks (b.out has room for every send of the batch).
+func (b *batch) work(i int, c Call) {
+	var a answer
+	a.i = i
+	b.run(&a.r, c)
+	a.r.Elapsed = clock() - b.slots[i].start
+	b.out <- a
+}
+
+// receive returns the next answer, or false once ctx is done. An answer
+// already queued is taken without a select, the common case when calls are
+// quick.
+func (b *batch) receive(ctx context.Context) (answer, bool) {
+	select {
+	case a := <-b.out:
+		return a, true
+	default:
+	}
+	select {
+	case a := <-b.out:
+		return a, true
+	case <-ctx.Done():
+		return answer{}, false
+	}
+}
+
+// accept records a call's answer unless the call was answered already (a
+// timed-out call's worker loses to its timer), reporting whether it did.
+func (b *batch) accept(a answer) bool {
+	s := &b.slots[a.i]
+	if s.answered {
+		return false
+	}
+	s.answered = true
+	if s.timer != nil {
+		s.timer.Stop()
+	}
+	b.res[a.i] = a.r
+	notifyFinished(b.progress, a.r)
+	return true
+}
+
+// abandon ends a batch that stopped early (ctx cancelled, or a refusal):
+// answers already queued are taken, every other call gets why, and the ones
+// that had started are reported finished. Their workers, if still running,
+// finish detached.
+func (b *batch) abandon(started int, why *spec.Error) {
+	for queued := true; queued; {
+		select {
+		case a := <-b.out:
+			b.accept(a)
+		default:
+			queued = false
+		}
+	}
+	for i := range b.slots {
+		s := &b.slots[i]
+		if s.answered {
+			continue
+		}
+		if s.timer != nil {
+			s.timer.Stop()
+		}
+		b.res[i] = errResult(b.calls[i], why)
+		if i < started {
+			b.res[i].Elapsed = clock() - s.start
+			notifyFinished(b.progress, b.res[i])
+		}
+	}
+}
+
+// run executes one call on its worker goroutine, turning every failure into
+// a result in *r. Its frames stay small (the failures are classified in
+// functions of their own) so that a worker running a quick tool keeps to its
+// first stack instead of copying it to a bigger one.
+func (b *batch) run(r *Result, c Call) {
+	r.Call = c
+	defer recoverPanic(r)
+	if b.ctx.Err() != nil { // checked before calling the tool
+		setError(r, cancelError(b.ctx, false))
+		return
+	}
+	ctx := b.ctx
+	if b.timeout > 0 {
 		var cancel context.CancelFunc
-		cctx, cancel = context.WithTimeout(bctx, timeout)
+		ctx, cancel = context.WithTimeout(ctx, b.timeout)
 		defer cancel()
 	}
-	content, structured, err := exec.Execute(cctx, c)
-	if err == nil {
-		return Result{Call: c, Content: content, Structured: structured}
+	content, structured, err := b.exec.Execute(ctx, c)
+	if err != nil {
+		setError(r, b.failure(ctx, c, err))
+		return
 	}
+	r.Content, r.Structured = content, structured
+}
+
+// recoverPanic turns a panic of the call into its result (§6.4).
+func recoverPanic(r *Result) {
+	if v := recover(); v != nil {
+		setPanic(r, v)
+	}
+}
+
+//go:noinline
+func setPanic(r *Result, v any) {
+	*r = errResult(r.Call, spec.NewError(CodeInvokeFailed, fmt.Sprintf("%s panicked: %v", r.Call.Name, v), nil))
+	r.Panicked = true
+}
+
+// failure classifies a tool's error (§6.4); ctx is the call's context.
+//
+//go:noinline
+func (b *batch) failure(ctx context.Context, c Call, err error) *spec.Error {
 	var se *spec.Error
 	switch {
 	case errors.As(err, &se) && se != nil && se.Code != "":
-		return errResult(c, se)
-	case bctx.Err() != nil:
-		return errResult(c, cancelError(bctx, false))
-	case timeout > 0 && cctx.Err() != nil:
-		return errResult(c, spec.NewError(CodeTimeout,
-			fmt.Sprintf("%s exceeded its %s call timeout", c.Name, timeout), nil))
+		return se
+	case b.ctx.Err() != nil:
+		return cancelError(b.ctx, false)
+	case b.timeout > 0 && ctx.Err() != nil:
+		return timeoutError(c, b.timeout)
 	default:
-		return errResult(c, spec.NewError(CodeInvokeFailed, fmt.Sprintf("%s failed: %v", c.Name, err), nil))
+		return spec.NewError(CodeInvokeFailed, fmt.Sprintf("%s failed: %v", c.Name, err), nil)
 	}
 }
+
+func timeoutError(c Call, timeout time.Duration) *spec.Error {
+	return spec.NewError(CodeTimeout, fmt.Sprintf("%s exceeded its %s call timeout", c.Name, timeout), nil)
+}
+
+//go:noinline
+func setError(r *Result, e *spec.Error) { *r = errResult(r.Call, e) }
 
 func errResult(c Call, e *spec.Error) Result {
 	return Result{Call: c, Content: e.Code + Separator + e.Message, Err: e}

@@ -468,21 +468,43 @@ func (a *armOnStart) CallStarted(c Call) {
 }
 func (*armOnStart) CallFinished(Result) {}
 
-// waitWorkersExited returns once no goroutine started by Resolve is alive.
-// A worker whose Execute returned has only non-blocking steps left (queue
-// its completion, free its slot), so this always ends; it polls the
-// goroutine list, it never sleeps.
-func waitWorkersExited() {
+// workerCreated ends the "created by" line of a worker's stack: Resolve
+// starts each worker from (*batch).start. TestWorkersAliveSeesAWorker fails
+// if that changes, so that the helpers below cannot silently stop waiting.
+const workerCreated = "verbs/agent/dispatch.(*batch).start in goroutine"
+
+// workersAlive counts the goroutines started by Resolve that are alive, in
+// a stop-the-world snapshot.
+func workersAlive() int {
 	buf := make([]byte, 1<<20)
 	for {
 		n := runtime.Stack(buf, true)
-		if n < len(buf) && !strings.Contains(string(buf[:n]), "dispatch.Resolve in goroutine") {
-			return
+		if n < len(buf) {
+			return strings.Count(string(buf[:n]), workerCreated)
 		}
-		if n == len(buf) {
-			buf = make([]byte, 2*len(buf))
-		}
+		buf = make([]byte, 2*len(buf))
+	}
+}
+
+// waitWorkersExited returns once no goroutine started by Resolve is alive.
+// A worker whose Execute returned has only non-blocking steps left (send its
+// result on a channel with room for it), so this always ends; it polls the
+// goroutine list, it never sleeps.
+func waitWorkersExited() {
+	for workersAlive() > 0 {
 		runtime.Gosched()
+	}
+}
+
+func TestWorkersAliveSeesAWorker(t *testing.T) {
+	var alive int
+	ex := ExecutorFunc(func(ctx context.Context, c Call) (string, json.RawMessage, error) {
+		alive = workersAlive() // this call's own worker, at least
+		return "", nil, nil
+	})
+	Resolve(context.Background(), Config{}, ex, mkCalls(1), nil)
+	if alive != 1 {
+		t.Fatalf("workersAlive saw %d workers from inside a call, want 1: is %q still the worker's creator?", alive, workerCreated)
 	}
 }
 
@@ -526,6 +548,60 @@ func TestBoundaryRefusalWithPOneStopsBeforeNextStartWhenCoordinatorLags(t *testi
 		if Stopped(res) != 0 || code(res[1]) != CodeCancelled || code(res[2]) != CodeCancelled {
 			t.Fatalf("round %d: stopped %d, %q %q", round, Stopped(res), res[1].Content, res[2].Content)
 		}
+	}
+	goleak.VerifyNone(t)
+}
+
+// holdOnRefusal is a Progress that records what is reported finished and,
+// when the refusal is, holds the coordinator (Resolve calls it there) until
+// call 0 has returned and its worker exited.
+type holdOnRefusal struct {
+	returned <-chan struct{}
+	started  []string
+	finished map[string]string // call ID → content reported
+}
+
+func (h *holdOnRefusal) CallStarted(c Call) { h.started = append(h.started, c.ID) }
+func (h *holdOnRefusal) CallFinished(r Result) {
+	h.finished[r.Call.ID] = r.Content
+	if r.Boundary() {
+		<-h.returned
+		waitWorkersExited()
+	}
+}
+
+// A call that finished before the batch stopped keeps its own result, also
+// when that result is still unread when the stop is seen: Resolve takes the
+// results already queued before it gives the other calls NIKA-CANCEL-001.
+// P = 2: call 1 refuses at once; call 0 returns "ok" only after call 1's
+// worker has sent the refusal and exited, so call 0's result is queued
+// behind it, and the progress hook holds the coordinator, which is reporting
+// the refusal, until it is. No sleeps: the order is forced every run.
+func TestStopKeepsResultsAlreadyQueued(t *testing.T) {
+	refused, returned := make(chan struct{}), make(chan struct{})
+	ex := ExecutorFunc(func(ctx context.Context, c Call) (string, json.RawMessage, error) {
+		switch c.Index {
+		case 0:
+			defer close(returned)
+			<-refused
+			for workersAlive() > 1 { // call 1's worker is gone: the refusal is queued
+				runtime.Gosched()
+			}
+			return "ok", nil, nil
+		case 1:
+			defer close(refused)
+			return "", nil, spec.NewError(CodeSecPermits, "outside permits", nil)
+		}
+		return "must not run", nil, nil
+	})
+	rec := &holdOnRefusal{returned: returned, finished: map[string]string{}}
+	res := Resolve(context.Background(), Config{MaxParallel: 2}, ex, mkCalls(3), rec)
+	assertOrder(t, mkCalls(3), res)
+	if Stopped(res) != 1 || res[0].Content != "ok" || res[0].Err != nil || code(res[2]) != CodeCancelled {
+		t.Fatalf("stopped %d; results %q, %q, %q", Stopped(res), res[0].Content, res[1].Content, res[2].Content)
+	}
+	if rec.finished["c0"] != "ok" || len(rec.started) != 2 {
+		t.Fatalf("progress: started %v, finished %v", rec.started, rec.finished)
 	}
 	goleak.VerifyNone(t)
 }
