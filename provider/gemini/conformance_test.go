@@ -16,7 +16,8 @@ func TestConformance(t *testing.T) {
 
 // generateContentWire speaks the Gemini generateContent wire (WIRES.md §3) for the conformance suite.
 var generateContentWire = providertest.Wire{
-	Name: "gemini",
+	Name:   "gemini",
+	Stream: &generateContentStream,
 	New: func(baseURL string) provider.Adapter {
 		env := map[string]string{"NIKA_GEMINI_API_KEY": providertest.TestKey, "NIKA_GEMINI_BASE_URL": baseURL}
 		a, err := gemini.New(func(k string) (string, bool) { v, ok := env[k]; return v, ok }, nil)
@@ -123,4 +124,54 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
 	w.Write(b)
+}
+
+// generateContentStream streams as streamGenerateContent?alt=sse does (WIRES.md §3): one chunk per
+// text piece or function call, each a GenerateContentResponse with the usage so far, the last
+// one with the finishReason and the whole usage.
+var generateContentStream = providertest.StreamWire{
+	Events: func(msg provider.Message, usage *provider.Usage, stop string, split int) []string {
+		chunk := func(parts []any, finish string, u *provider.Usage) string {
+			cand := map[string]any{"content": map[string]any{"role": "model", "parts": parts}, "index": 0}
+			if finish != "" {
+				cand["finishReason"] = finish
+			}
+			body := map[string]any{"candidates": []any{cand}, "modelVersion": "test-model"}
+			if u != nil {
+				body["usageMetadata"] = map[string]int{"promptTokenCount": u.InputTokens, "candidatesTokenCount": u.OutputTokens,
+					"totalTokenCount": u.InputTokens + u.OutputTokens}
+			}
+			b, err := json.Marshal(body)
+			if err != nil {
+				panic(err)
+			}
+			return providertest.SSE("", string(b))
+		}
+		var partial *provider.Usage // the usage so far: the prompt only
+		if usage != nil {
+			partial = &provider.Usage{InputTokens: usage.InputTokens}
+		}
+		var out []string
+		for _, b := range msg.Blocks {
+			switch b.Type {
+			case provider.BlockText:
+				for _, p := range providertest.Pieces(b.Text, split) {
+					out = append(out, chunk([]any{map[string]any{"text": p}}, "", partial))
+				}
+			case provider.BlockToolUse:
+				fc := map[string]any{"name": b.Name, "args": json.RawMessage(b.Input)}
+				if b.ID != "" {
+					fc["id"] = b.ID
+				}
+				out = append(out, chunk([]any{map[string]any{"functionCall": fc}}, "", partial))
+			}
+		}
+		finish := map[string]string{provider.StopMaxTokens: "MAX_TOKENS"}[stop]
+		if finish == "" {
+			finish = "STOP"
+		}
+		return append(out, chunk([]any{map[string]any{"text": ""}}, finish, usage))
+	},
+	ErrorEvent:  providertest.SSE("", `{"error":{"code":503,"message":"The model is overloaded.","status":"UNAVAILABLE"}}`),
+	ErrorReason: provider.ReasonServerError,
 }

@@ -102,25 +102,44 @@ func thinks(model string) bool {
 // Format "json" (Schema nil) → generationConfig.responseMimeType "application/json". An unknown
 // ToolChoice or Format, or a named tool not in Tools, fails as bad_request before sending.
 func (a *Adapter) Exchange(ctx context.Context, req provider.Request) provider.Outcome {
-	fail := func(status int, reason, msg string, cause error) provider.Outcome {
-		return provider.Failed(provider.Failure{
-			Provider: providerName, Model: req.Model, Status: status, Reason: reason,
-			Message: a.mask(msg), Cause: cause,
-		})
-	}
 	names := newNames(req)
 	model, body, err := buildRequest(req, names)
 	if err != nil {
-		return fail(0, provider.ReasonBadRequest, "gemini: "+err.Error(), err)
+		return a.failed(req.Model, 0, provider.ReasonBadRequest, "gemini: "+err.Error(), err)
 	}
-	endpoint := a.endpoint(model)
+	x, failed := a.post(ctx, req.Model, a.endpoint(model), body, "application/json")
+	if failed != nil {
+		return *failed
+	}
+	defer x.resp.Body.Close()
+	return a.plainReply(ctx, req, x, names)
+}
+
+// failed is a failure of this wire, its message masked.
+func (a *Adapter) failed(model string, status int, reason, msg string, cause error) provider.Outcome {
+	return provider.Failed(provider.Failure{
+		Provider: providerName, Model: model, Status: status, Reason: reason,
+		Message: a.mask(msg), Cause: cause,
+	})
+}
+
+// sent is a request on its way: its reply, and where it went, for error messages.
+type sent struct {
+	resp  *http.Response
+	where string
+}
+
+// post sends body to endpoint, asking for accept. A failure to send is the outcome; else the
+// caller owns the response's body.
+func (a *Adapter) post(ctx context.Context, model, endpoint string, body []byte, accept string) (sent, *provider.Outcome) {
 	where := "gemini: POST " + provider.RedactURL(endpoint)
 	hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, endpoint, bytes.NewReader(body))
 	if err != nil {
-		return fail(0, provider.ReasonBadRequest, "gemini: invalid base URL "+provider.RedactURL(a.BaseURL)+": set NIKA_GEMINI_BASE_URL to an http or https URL", err)
+		o := a.failed(model, 0, provider.ReasonBadRequest, "gemini: invalid base URL "+provider.RedactURL(a.BaseURL)+": set NIKA_GEMINI_BASE_URL to an http or https URL", err)
+		return sent{}, &o
 	}
 	hreq.Header.Set("Content-Type", "application/json")
-	hreq.Header.Set("Accept", "application/json")
+	hreq.Header.Set("Accept", accept)
 	hreq.Header.Set("x-goog-api-key", a.Key)
 	client := a.Client
 	if client == nil {
@@ -129,39 +148,62 @@ func (a *Adapter) Exchange(ctx context.Context, req provider.Request) provider.O
 	resp, err := client.Do(hreq)
 	if err != nil {
 		reason := transportReason(ctx, err)
-		return fail(0, reason, where+": request failed ("+reason+"): "+provider.TransportMessage(err), err)
+		o := a.failed(model, 0, reason, where+": request failed ("+reason+"): "+provider.TransportMessage(err), err)
+		return sent{}, &o
 	}
-	defer resp.Body.Close()
+	return sent{resp: resp, where: where}, nil
+}
+
+// readFailure is the outcome of a body whose reading failed.
+func (a *Adapter) readFailure(ctx context.Context, model string, x sent, err error) provider.Outcome {
+	reason := transportReason(ctx, err)
+	return a.failed(model, x.resp.StatusCode, reason, fmt.Sprintf("%s: HTTP %d: reading the body failed (%s): %s", x.where, x.resp.StatusCode, reason, provider.TransportMessage(err)), err)
+}
+
+// plainReply reads and maps a whole (non-streamed) reply.
+func (a *Adapter) plainReply(ctx context.Context, req provider.Request, x sent, names *names) provider.Outcome {
+	resp := x.resp
 	raw, err := io.ReadAll(io.LimitReader(resp.Body, maxBody))
 	if err != nil {
-		reason := transportReason(ctx, err)
-		return fail(resp.StatusCode, reason, fmt.Sprintf("%s: HTTP %d: reading the body failed (%s): %s", where, resp.StatusCode, reason, provider.TransportMessage(err)), err)
+		return a.readFailure(ctx, req.Model, x, err)
 	}
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		return a.failure(req.Model, where, resp.StatusCode, resp.Header, raw)
+		return a.failure(req.Model, x.where, resp.StatusCode, resp.Header, raw)
 	}
 	var wr wireResponse
 	if err := json.Unmarshal(raw, &wr); err != nil {
-		return fail(resp.StatusCode, provider.ReasonServerError, where+": malformed response body", err)
+		return a.failed(req.Model, resp.StatusCode, provider.ReasonServerError, x.where+": malformed response body", err)
 	}
 	if wr.Error != nil {
-		return a.failure(req.Model, where, resp.StatusCode, resp.Header, raw)
+		return a.failure(req.Model, x.where, resp.StatusCode, resp.Header, raw)
 	}
+	return a.mapReply(req, resp.StatusCode, wr, names)
+}
+
+// mapReply maps a successful reply (plain, or assembled from a stream).
+func (a *Adapter) mapReply(req provider.Request, status int, wr wireResponse, names *names) provider.Outcome {
 	r, f := decodeResponse(wr, names, len(req.Messages))
 	if f != nil {
-		f.Provider, f.Model, f.Status, f.Message = providerName, req.Model, resp.StatusCode, a.mask(f.Message)
+		f.Provider, f.Model, f.Status, f.Message = providerName, req.Model, status, a.mask(f.Message)
 		return provider.Failed(*f)
 	}
 	return provider.Outcome{Response: r}
 }
 
 // endpoint is the URL of the generateContent route of model (a name without its provider prefix).
-func (a *Adapter) endpoint(model string) string {
+func (a *Adapter) endpoint(model string) string { return a.route(model) + ":generateContent" }
+
+// streamEndpoint is the URL of the streamGenerateContent route of model, as server-sent events.
+func (a *Adapter) streamEndpoint(model string) string {
+	return a.route(model) + ":streamGenerateContent?alt=sse"
+}
+
+func (a *Adapter) route(model string) string {
 	base := a.BaseURL
 	if base == "" {
 		base = DefaultBaseURL
 	}
-	return strings.TrimRight(base, "/") + "/v1beta/models/" + url.PathEscape(model) + ":generateContent"
+	return strings.TrimRight(base, "/") + "/v1beta/models/" + url.PathEscape(model)
 }
 
 // notFoundHint is added to a 404 when the base URL already ends in a version segment, which the

@@ -87,14 +87,7 @@ type thinkingConfig struct {
 
 // wireResponse is the reply of generateContent (WIRES §3.3); unknown fields are ignored.
 type wireResponse struct {
-	Candidates []struct {
-		Content *struct {
-			Role  string            `json:"role"`
-			Parts []json.RawMessage `json:"parts"`
-		} `json:"content"`
-		FinishReason  string `json:"finishReason"`
-		FinishMessage string `json:"finishMessage"`
-	} `json:"candidates"`
+	Candidates     []wireCandidate `json:"candidates"`
 	PromptFeedback *struct {
 		BlockReason        string `json:"blockReason"`
 		BlockReasonMessage string `json:"blockReasonMessage"`
@@ -106,6 +99,19 @@ type wireResponse struct {
 		ToolUsePromptTokenCount int `json:"toolUsePromptTokenCount"`
 	} `json:"usageMetadata"`
 	Error *wireError `json:"error"`
+}
+
+type wireCandidate struct {
+	Index         int               `json:"index"`
+	Content       *wireContentReply `json:"content"`
+	FinishReason  string            `json:"finishReason"`
+	FinishMessage string            `json:"finishMessage"`
+}
+
+// wireContentReply is a candidate's content; its parts are decoded one by one (decodeResponse).
+type wireContentReply struct {
+	Role  string            `json:"role"`
+	Parts []json.RawMessage `json:"parts"`
 }
 
 // providerKey keys this wire's replay data in Block.ProviderData (D44):
