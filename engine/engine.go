@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/nikahq/nika/event"
+	"github.com/nikahq/nika/journal"
 	"github.com/nikahq/nika/planner"
 	"github.com/nikahq/nika/spec"
 	"github.com/nikahq/nika/tools"
@@ -129,6 +130,9 @@ type RunOptions struct {
 	// Finally is the context on_finally steps run under (a second interrupt cancels it);
 	// nil: they are bounded by their timeout only.
 	Finally context.Context
+	// Journal records the run and remembers what an earlier process of it journaled
+	// (durable.go); nil: none. Execute records the run's end in it; the caller closes it.
+	Journal *journal.Run
 }
 
 // Execute runs p to its end under ctx and returns the planner's result. The run's MCP servers
@@ -136,14 +140,22 @@ type RunOptions struct {
 func (e *Engine) Execute(ctx context.Context, p *Prepared, o RunOptions) planner.Result {
 	verbs, release := e.verbs()
 	defer release()
-	return planner.Run(ctx, p.Workflow, p.Inputs, planner.Options{
+	opts := planner.Options{
 		Config:    planner.Config{RunID: p.ID, Seed: o.Seed, MaxParallelTasks: e.opts.Limits.MaxParallelTasks, RunDir: e.opts.RunDir},
 		Verbs:     verbs,
 		Canonical: o.Canonical,
 		Live:      o.Live,
 		Clock:     e.opts.Clock,
 		Finally:   o.Finally,
-	})
+	}
+	if o.Journal != nil {
+		opts.Memory = o.Journal
+	}
+	res := planner.Run(ctx, p.Workflow, p.Inputs, opts)
+	if o.Journal != nil {
+		o.Journal.End(res.State, res.Paused, e.opts.Clock())
+	}
+	return res
 }
 
 // Terminal is where nika:prompt asks (Options.Terminal); nil without one. A caller may redirect

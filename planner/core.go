@@ -73,7 +73,7 @@ type Timer struct {
 }
 
 // Step is what the core decided after one input (Start, StartCancelled,
-// Finished, Prepared, TimerFired, Cancel). A driver carries it out whole,
+// Finished, Prepared, TimerFired, Cancel, Pause). A driver carries it out whole,
 // in this order, before it feeds the core the next input:
 //
 //  1. Events: write them to the canonical stream as they are, in order.
@@ -166,6 +166,7 @@ type Core struct {
 	outputs    map[string]any
 	outputsErr *spec.Error
 	state      Status
+	paused     []Paused // the questions a paused run waits on (Pause)
 
 	startedF map[string]map[string]any // the fields of task_started, one per verb (startedFields)
 
@@ -292,6 +293,34 @@ func (c *Core) Cancel(now time.Time) Step {
 		}
 	}
 	c.advance()
+	return c.end()
+}
+
+// Pause ends a run in which nothing runs and nothing can start until a person answers the
+// questions of the paused attempts (D49, memory.go): the run's state is paused, its terminal
+// event workflow_paused lists them, and the tasks not settled stay unsettled (a resumed run
+// runs them). The events the core still holds are not released: the journal, not this trace,
+// carries the run on.
+func (c *Core) Pause(now time.Time, paused []Paused) Step {
+	c.begin(now)
+	if !c.done && !c.finishing && len(paused) > 0 {
+		c.done = true
+		c.state = StatusPaused
+		c.paused = slices.Clone(paused)
+		qs := make([]any, len(c.paused))
+		for i, p := range c.paused {
+			q := map[string]any{"task": p.Task, "mode": p.Question.Mode, "message": p.Question.Message}
+			if p.Iteration >= 0 {
+				q["iteration"] = p.Iteration
+			}
+			if len(p.Question.Choices) > 0 {
+				q["choices"] = slices.Clone(p.Question.Choices)
+			}
+			qs[i] = q
+		}
+		c.emitRun(event.WorkflowPaused, map[string]any{"state": string(StatusPaused), "questions": qs,
+			"timing": map[string]any{"duration_ms": now.Sub(c.startedAt).Milliseconds()}})
+	}
 	return c.end()
 }
 
@@ -524,6 +553,7 @@ type Result struct {
 	Outputs map[string]any
 	Error   *spec.Error // an outputs error (NIKA-VAR-009, …), belonging to no task
 	Usage   map[string]*ModelUsage
+	Paused  []Paused // State paused: the questions it waits on, in the order they were asked
 }
 
 // TaskResult is one task's entry in the report (D22).
@@ -542,10 +572,16 @@ type ModelUsage struct {
 
 // Result returns the run's result; meaningful once a Step reported Done.
 func (c *Core) Result() Result {
-	r := Result{State: c.state, Outputs: c.outputs, Error: c.outputsErr, Usage: map[string]*ModelUsage{}}
+	r := Result{State: c.state, Outputs: c.outputs, Error: c.outputsErr, Usage: map[string]*ModelUsage{}, Paused: c.paused}
 	r.Tasks = make([]TaskResult, 0, len(c.tasks))
 	for _, tr := range c.tasks {
 		tres := TaskResult{ID: tr.t.ID, Status: tr.status, Output: tr.output, Error: tr.err, Usage: tr.usage}
+		if c.state == StatusPaused && !tr.terminal() {
+			tres.Status, tres.Output = StatusPending, nil
+			if slices.ContainsFunc(c.paused, func(p Paused) bool { return p.Task == tr.t.ID }) {
+				tres.Status = StatusPaused
+			}
+		}
 		r.Tasks = append(r.Tasks, tres)
 		for m, u := range tr.usage {
 			agg := r.Usage[m]

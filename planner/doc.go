@@ -65,6 +65,12 @@
 //     before its goroutine begins reports NIKA-CANCEL-001 without
 //     evaluating its user code or calling its verb. on_finally steps start
 //     as always.
+//   - Durable runs (memory.go): the driver asks Options.Memory (the journal)
+//     about every job that calls a verb and restores a journaled success
+//     instead of running it (the core adds task_restored to its events); an
+//     attempt whose verb returns Outcome.Pause waits, and once nothing else
+//     runs or waits on a back-off the driver feeds Core.Pause, which ends the
+//     run paused (workflow_paused, Result.Paused).
 //   - The core is tested as a core by the scripts of testdata/*.txt
 //     (script_test.go): inputs in, every Step printed, no goroutine and no
 //     clock.

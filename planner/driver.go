@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -35,6 +36,8 @@ type Options struct {
 	// cancellation (ctx) does not stop them; cancelling Finally abandons
 	// them (a second signal). Nil: they are bounded by their timeout only.
 	Finally context.Context
+	// Memory is the run's journal (memory.go); nil: none is kept and nothing is restored.
+	Memory Memory
 }
 
 // Run executes a compiled workflow to the end and returns its result. A
@@ -100,6 +103,11 @@ type driver struct {
 	wg      sync.WaitGroup
 	swept   bool // every running job was cancelled once the run was done
 	cancels int  // calls of a job's cancel function (foreach_test.go counts them)
+	// paused holds the attempts waiting for an answer (memory.go), in the order they paused;
+	// backoffs counts the retry back-off timers armed and not yet taken: while one is pending,
+	// the run is not paused (the retry will run).
+	paused   []Paused
+	backoffs int
 }
 
 func (d *driver) run() Result {
@@ -122,6 +130,11 @@ func (d *driver) run() Result {
 		d.carryOut(step)
 		if step.Done && len(d.running) == 0 {
 			break
+		}
+		if !step.Done && len(d.paused) > 0 && len(d.running) == 0 && d.backoffs == 0 {
+			// Nothing runs and nothing will start but through an answer: the run pauses (D49).
+			step = d.core.Pause(d.opts.Clock(), d.paused)
+			continue
 		}
 		if step.Done && !d.swept { // fail-fast or timed-out jobs still unwinding
 			// Once: nothing starts after the run is done, so the jobs
@@ -146,6 +159,9 @@ func (d *driver) run() Result {
 				continue
 			}
 			if r.timer != nil {
+				if r.timer.Kind == TimerBackoff {
+					d.backoffs--
+				}
 				if step.Done {
 					step = Step{Done: true}
 					continue
@@ -167,6 +183,12 @@ func (d *driver) run() Result {
 			d.liveFinished(r)
 			if step.Done {
 				step = Step{Done: true}
+				continue
+			}
+			if q := r.rep.Outcome.Pause; q != nil && r.id.Kind == JobAttempt {
+				// It waits for an answer; the core still sees it running (memory.go).
+				d.paused = append(d.paused, Paused{Task: r.id.Task, Iteration: r.id.Iteration, Attempt: r.id.Attempt, Question: *q})
+				step = Step{}
 				continue
 			}
 			step = d.core.Finished(r.id, r.rep, d.opts.Clock())
@@ -202,6 +224,7 @@ func (d *driver) carryOut(s Step) {
 	}
 	for _, id := range s.Cancel {
 		d.cancel(id)
+		d.unpause(id)
 	}
 	// D5: several attempts of a verb that can batch start as one call.
 	batches := map[string][]Work{}
@@ -233,8 +256,21 @@ func (d *driver) carryOut(s Step) {
 		}
 	}
 	for _, t := range s.Timers {
+		if t.Kind == TimerBackoff {
+			d.backoffs++
+		}
 		d.arm(t)
 	}
+}
+
+// unpause forgets a paused attempt the core ended (a cancellation, its task's timeout).
+func (d *driver) unpause(id JobID) {
+	if len(d.paused) == 0 || id.Kind != JobAttempt {
+		return
+	}
+	d.paused = slices.DeleteFunc(d.paused, func(p Paused) bool {
+		return p.Task == id.Task && p.Iteration == id.Iteration && p.Attempt == id.Attempt
+	})
 }
 
 // afterDelay arms a timer on the clock: Run stops the ones still armed
@@ -321,9 +357,11 @@ type verbJob struct {
 	abandoned bool // a second signal (Options.Finally cancelled) abandoned on_finally: this step does not run
 	mu        sync.Mutex
 	emitted   []Emitted
-	step      *liveJob // an on_finally step's live task_started (jobResult)
-	rep       Report   // here rather than on the goroutine's stack (run)
-	ready     bool     // the driver set the attempt's literal fields (Eval.prepareLiteral)
+	step      *liveJob  // an on_finally step's live task_started (jobResult)
+	rep       Report    // here rather than on the goroutine's stack (run)
+	ready     bool      // the driver set the attempt's literal fields (Eval.prepareLiteral)
+	mem       JobMemory // the job's journal (memory.go); nil: none
+	restored  bool      // an on_finally step's outcome came from the journal
 }
 
 func (j *verbJob) emit(kind string, fields map[string]any) {
@@ -344,12 +382,27 @@ func (j *verbJob) run() {
 	case j.ctx.Err() != nil:
 		rep.Outcome = workflow.Failed(notStarted(j.ctx))
 	default:
-		j.eval.runAttempt(j.ctx, &j.job, j.ready, j.prepared, j.runVerb, rep)
+		j.eval.runAttempt(j.ctx, &j.job, j.ready, j.prepared, j.recall, j.runVerb, rep)
 	}
 	j.mu.Lock()
 	rep.Emitted = j.emitted
 	j.mu.Unlock()
+	if j.mem != nil && !rep.Restored {
+		j.mem.Settled(rep)
+	}
 	j.d.results.putReport(j.id, rep, j.step)
+}
+
+// recall asks the run's memory about the attempt (memory.go) and, when it holds an outcome to
+// take instead of the verb's, sets it in rep.
+func (j *verbJob) recall(job *workflow.Job, with map[string]any, rep *Report) bool {
+	m, r, ok := j.d.remember(j.id, job, with)
+	j.mem = m
+	if !ok {
+		return false
+	}
+	rep.Outcome, rep.Bindings, rep.Restored = r.Outcome, r.Bindings, r.Restored
+	return true
 }
 
 // finallyStep runs an on_finally step: its own timeout's expiry is
@@ -362,6 +415,11 @@ func (j *verbJob) finallyStep(rep *Report) {
 		evalCtx = context.WithoutCancel(j.ctx)
 	}
 	*rep = j.eval.runStep(evalCtx, &j.job, j.runStep)
+	rep.Restored = j.restored
+	if q := rep.Outcome.Pause; q != nil { // only an attempt pauses (memory.go)
+		rep.Outcome = workflow.Failed(spec.NewError(spec.CodeBuiltinPrompt, "an on_finally step cannot wait for an answer: "+q.Error()+"; give the prompt a `default`",
+			map[string]any{"mode": q.Mode, "message": q.Message}))
+	}
 	if rep.Outcome.Err != nil && context.Cause(j.ctx) == errStepTimeout {
 		rep.Outcome = workflow.Failed(spec.NewError(spec.CodeTimeout, fmt.Sprintf("on_finally step %d of task %q timed out after %s", j.id.Finally, j.id.Task, j.timeout),
 			map[string]any{"timeout": j.timeout.String()}))
@@ -379,6 +437,12 @@ func (j *verbJob) runStep(job *workflow.Job) workflow.Outcome {
 	}
 	if j.abandoned {
 		return workflow.Failed(spec.NewError(spec.CodeCancel, "on_finally was abandoned", nil))
+	}
+	m, r, ok := j.d.remember(j.id, job, nil)
+	j.mem = m
+	if ok && r.Restored {
+		j.restored = true
+		return r.Outcome
 	}
 	return j.runVerb(job)
 }
@@ -408,7 +472,8 @@ func (d *driver) startBatch(v BatchVerb, ws []Work) {
 	pending := len(ws)
 	emitted := make([][]Emitted, len(ws))
 	settled := make([]bool, len(ws))
-	reps := make([]Report, len(ws)) // With, set once evaluated
+	reps := make([]Report, len(ws)) // With, set once evaluated; Bindings too, for a restored job
+	mems := make([]JobMemory, len(ws))
 	jctx := make([]context.Context, len(ws))
 	// deliver hands job i's outcome to the core, once, after its bindings.
 	deliver := func(i int, out workflow.Outcome) {
@@ -420,10 +485,14 @@ func (d *driver) startBatch(v BatchVerb, ws []Work) {
 		settled[i] = true
 		rep := reps[i]
 		rep.Emitted = emitted[i]
+		mem := mems[i]
 		mu.Unlock()
 		rep.Outcome = out
 		e := ws[i].Eval
-		if e == nil || out.Err != nil || len(e.Bindings) == 0 {
+		if e == nil || out.Err != nil || len(e.Bindings) == 0 || rep.Restored {
+			if mem != nil && !rep.Restored {
+				mem.Settled(&rep)
+			}
 			d.results.put(jobResult{id: ws[i].ID, rep: rep})
 			return
 		}
@@ -431,6 +500,9 @@ func (d *driver) startBatch(v BatchVerb, ws []Work) {
 		go func() {
 			defer d.wg.Done()
 			e.bind(jctx[i], &rep)
+			if mem != nil {
+				mem.Settled(&rep)
+			}
 			d.results.put(jobResult{id: ws[i].ID, rep: rep})
 		}()
 	}
@@ -492,6 +564,17 @@ func (d *driver) startBatch(v BatchVerb, ws []Work) {
 				continue
 			}
 			d.prepared(wk.ID, wk.Eval, with)
+			m, r, ok := d.remember(wk.ID, &jobs[i], with)
+			mu.Lock()
+			mems[i] = m
+			if ok {
+				reps[i].Restored, reps[i].Bindings = r.Restored, r.Bindings
+			}
+			mu.Unlock()
+			if ok {
+				deliver(i, r.Outcome) // from the journal: the verb does not run (memory.go)
+				continue
+			}
 			idx, batch = append(idx, i), append(batch, jobs[i])
 		}
 		if len(batch) == 0 {

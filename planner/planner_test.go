@@ -30,6 +30,7 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 //	["wait", NAME]         wait until NAME is signalled (or cancellation)
 //	["signal", NAME, X]    signal NAME, output X
 //	["log", MSG]           emit a log event, output MSG
+//	["pause", MSG]         wait for an answer to MSG (Outcome.Pause)
 type script struct {
 	mu      sync.Mutex
 	signals map[string]chan struct{}
@@ -68,6 +69,8 @@ func (s *script) Run(ctx context.Context, job workflow.Job) workflow.Outcome {
 	switch arg(0) {
 	case "echo":
 		return workflow.Outcome{Output: argv[1]}
+	case "pause":
+		return workflow.Outcome{Pause: &workflow.Question{Mode: "input", Message: arg(1)}}
 	case "fail":
 		return workflow.Failed(spec.NewError(arg(1), "scripted failure", nil))
 	case "flaky":

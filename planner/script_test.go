@@ -279,7 +279,7 @@ func (h *scriptHarness) done(pos []string, args map[string]string, fail func(str
 	case JobAttempt:
 		var with map[string]any
 		job := wk.Job
-		wk.Eval.runAttempt(ctx, &job, false, func(w map[string]any) { with = w }, verb, &rep)
+		wk.Eval.runAttempt(ctx, &job, false, func(w map[string]any) { with = w }, noRecall, verb, &rep)
 		if wk.Eval.KeepWith && with != nil {
 			if s := h.step(h.core.Prepared(wk.ID, with, h.now)); len(s) > 1 || s[0] != "(nothing)" {
 				out = append(out, s...)
@@ -496,3 +496,6 @@ func kindName(k TimerKind) string {
 	}
 	return "deadline"
 }
+
+// noRecall is a run without a journal: nothing is restored.
+func noRecall(*workflow.Job, map[string]any, *Report) bool { return false }

@@ -169,6 +169,9 @@ func (tr *taskRun) runFinally(c *Core) {
 // for a step that failed or whose `when` or fields did not evaluate; a
 // step whose `when` was false leaves nothing.
 func (tr *taskRun) finallyDone(c *Core, id JobID, r Report) {
+	if r.Restored {
+		tr.tail = append(tr.tail, tr.event(event.TaskRestored, -1, 0, map[string]any{"on_finally": id.Finally}))
+	}
 	for _, e := range r.Emitted {
 		tr.tail = append(tr.tail, tr.event(e.Kind, -1, 0, e.Fields))
 	}

@@ -11,6 +11,10 @@ const (
 	StatusFailure   Status = "failure"
 	StatusSkipped   Status = "skipped"   // a task only: `when` false, an empty for_each, on_error skip
 	StatusCancelled Status = "cancelled" // upstream, or the user's cancellation
+	// StatusPaused: a run waiting for an answer (D49), and a task of it that waits; StatusPending:
+	// a task of a paused run that has not settled (it runs when the run is resumed).
+	StatusPaused  Status = "paused"
+	StatusPending Status = "pending"
 )
 
 // endReason is the `reason` of task_skipped and task_cancelled (D18).

@@ -299,6 +299,9 @@ func (tr *taskRun) finished(c *Core, id JobID, r Report) {
 	if r.With != nil {
 		it.with = r.With // what its recover sees (§3.10)
 	}
+	if r.Restored {
+		it.events = append(it.events, tr.event(event.TaskRestored, it.index, id.Attempt, nil))
+	}
 	for _, e := range emitted {
 		it.events = append(it.events, tr.event(e.Kind, it.index, id.Attempt, e.Fields))
 	}

@@ -89,6 +89,9 @@ type Report struct {
 	// its verb did not run.
 	Skipped bool
 	Items   []any // a gate's evaluated for_each collection
+	// Restored: the journal of an earlier run of this one held the job's success (Memory), and
+	// the outcome and bindings are that record's; the verb did not run.
+	Restored bool
 }
 
 // prepare evaluates an attempt's `with`, then its verb fields, under ctx,
@@ -150,10 +153,13 @@ func (e *Eval) evalFields(ctx context.Context, job *workflow.Job) (with map[stri
 
 // runAttempt runs one attempt under ctx: its `with` and verb fields, then
 // (once prepared was told the `with`) the verb through run, which recovers
-// its panics, then the bindings over the verb's output.
+// its panics, then the bindings over the verb's output. recall, when it
+// reports true, set the outcome from the run's journal instead of the verb
+// (memory.go): a restored one keeps its journaled bindings, an answer gets
+// its bindings run.
 // ready: the driver set the job's literal fields already (prepareLiteral).
 func (e *Eval) runAttempt(ctx context.Context, job *workflow.Job, ready bool, prepared func(with map[string]any),
-	run func(*workflow.Job) workflow.Outcome, rep *Report) {
+	recall func(*workflow.Job, map[string]any, *Report) bool, run func(*workflow.Job) workflow.Outcome, rep *Report) {
 	with, err := noWith, (*spec.Error)(nil)
 	if !ready {
 		with, err = e.evalFields(ctx, job)
@@ -164,6 +170,12 @@ func (e *Eval) runAttempt(ctx context.Context, job *workflow.Job, ready bool, pr
 		return
 	}
 	prepared(with)
+	if recall(job, with, rep) {
+		if !rep.Restored {
+			e.bind(ctx, rep)
+		}
+		return
+	}
 	rep.Outcome = run(job)
 	e.bind(ctx, rep)
 }

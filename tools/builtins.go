@@ -51,6 +51,10 @@ type Call struct {
 	// Inspect answers nika:inspect's views about the running workflow (the planner's
 	// Job.Inspect); nil outside a run, where nika:inspect fails with NIKA-INVOKE-003.
 	Inspect func(ctx context.Context, view string) (any, error)
+	// CanPause: the caller can pause its run on a question (the invoke verb of a durable run,
+	// D49). nika:prompt with nobody to ask and no default then returns a *Pause instead of
+	// failing with NIKA-BUILTIN-PROMPT-001.
+	CanPause bool
 }
 
 // Builtins runs the builtins of this build. It holds no global state; its zero value is not

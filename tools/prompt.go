@@ -16,7 +16,9 @@ import (
 //
 // Decisions where the text is silent:
 //   - No terminal (Builtins.Terminal nil, or its In nil): `default` is the answer, and without
-//     one the call fails with PROMPT-001.
+//     one the call fails with PROMPT-001 — or, when the caller can pause its run (Call.CanPause:
+//     an invoke task, D49), returns a *Pause, and the run waits for the answer
+//     (`nika run --resume RUN --answer TASK=VALUE`, ParseAnswer). In an agent it still fails.
 //   - `--yes` (Terminal.Yes) answers every `confirm` with true without asking, TTY or not. For
 //     `input` and `choice` it takes `default` without asking when there is one; without one it
 //     asks on the terminal if there is one, and fails with PROMPT-001 if not. Each answer given
@@ -191,6 +193,9 @@ func runPrompt(ctx context.Context, in *invocation) (any, error) {
 		if q.def != nil {
 			return q.def, nil
 		}
+		if in.call.CanPause {
+			return nil, &Pause{Mode: q.mode, Message: q.message, Choices: q.choices}
+		}
 		fix := "give it a `default`, or run from a terminal"
 		if q.mode == "confirm" {
 			fix += ", or pass --yes to confirm it"
@@ -316,4 +321,48 @@ func (q promptQuestion) parse(line string) (any, bool) {
 		return q.def, true
 	}
 	return line, true
+}
+
+// Pause is nika:prompt's question when nobody can answer it now and its run can wait (D49).
+type Pause struct {
+	Mode    string
+	Message string
+	Choices []string
+}
+
+func (p *Pause) Error() string {
+	return "nika:prompt needs an answer to " + strconv.Quote(p.Message)
+}
+
+// ParseAnswer turns the text of an answer given later (`--answer TASK=VALUE`, the serve API) into
+// the prompt's value, as the terminal accepts it: confirm takes y, yes, n, no (and true, false),
+// choice one of its choices or its 1-based number, input any text.
+func ParseAnswer(mode string, choices []string, text string) (any, error) {
+	q := promptQuestion{mode: mode, choices: choices}
+	if mode == "confirm" {
+		switch strings.ToLower(strings.TrimSpace(text)) {
+		case "true":
+			return true, nil
+		case "false":
+			return false, nil
+		}
+	}
+	if v, ok := q.parse(text); ok && v != nil {
+		return v, nil
+	}
+	switch mode {
+	case "confirm":
+		return nil, fmt.Errorf("%q is not an answer to a confirm prompt: give yes or no", text)
+	case "choice":
+		return nil, fmt.Errorf("%q is not one of the choices %s, nor their number (1-%d)", text, strings.Join(quoteAll(choices), ", "), len(choices))
+	}
+	return nil, fmt.Errorf("%q is not an answer", text)
+}
+
+func quoteAll(ss []string) []string {
+	out := make([]string, len(ss))
+	for i, s := range ss {
+		out[i] = strconv.Quote(s)
+	}
+	return out
 }

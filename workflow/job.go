@@ -40,6 +40,9 @@ type Job struct {
 	// workflow: view is cost, records, dag_info or threads. It blocks until
 	// the planner answers or ctx ends. Nil outside a planner run.
 	Inspect func(ctx context.Context, view string) (any, error)
+	// Memo is this job's durable progress in the run's journal (a verb that records steps, the
+	// agent); nil when the run keeps no journal.
+	Memo Memo
 }
 
 // LiveNote is one live-stream observation from inside a verb (D19). The
@@ -67,11 +70,13 @@ type LiveNote struct {
 	Message         string
 }
 
-// Outcome is what a verb returns: an output, or an error; never both.
+// Outcome is what a verb returns: an output, or an error; never both. Pause, instead of either,
+// is a question nobody can answer now (D49): the attempt waits for an answer and the run pauses.
 type Outcome struct {
 	Output any
 	Err    *spec.Error
 	Usage  []Usage // one per provider request (infer); empty otherwise
+	Pause  *Question
 }
 
 // Usage is the token usage of one provider request.

@@ -112,7 +112,8 @@ func TestRunAgentParallelToolsSameTrace(t *testing.T) {
 // RunBatch and the shared mock provider, and the outputs stay in item
 // order whatever the parallelism (AGENT.md §11.4).
 func TestForEachAgentOutputsInItemOrder(t *testing.T) {
-	dir := filepath.Join(pkgDir, "testdata", "run")
+	dir := t.TempDir() // a run keeps its journal in its run directory
+	copyFile(t, filepath.Join(pkgDir, "testdata", "run", "agent-each.nika.yaml"), filepath.Join(dir, "agent-each.nika.yaml"))
 	want := `{"answers":["Hash alpha, then finish.","Hash beta, then finish.","Hash gamma, then finish.","Hash delta, then finish."]}` + "\n"
 	for _, n := range []string{"1", "8"} {
 		r := runBinary(t, dir, "run", "agent-each.nika.yaml", "--no-trace", "--quiet", "--max-parallel-tools", n)

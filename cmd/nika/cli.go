@@ -32,7 +32,7 @@ Usage:
   nika run FILE [--var k=v]... [--model M] [--report FILE] [--trace FILE | --no-trace] [--seed N]
            [--max-parallel-tasks N] [--max-parallel-tools N] [--max-processes N] [--max-exec-output BYTES]
            [--no-progress] [--quiet] [--yes] [--metrics-addr ADDR [--metrics-linger DUR]] [--pushgateway URL]
-           [--metrics-task-label]
+           [--metrics-task-label] [--resume RUN [--answer TASK=VALUE]...]
                                             run a workflow; its outputs go to stdout as JSON
   nika check FILE... [--model M] [--json]   check workflows statically; run nothing
   nika graph FILE [--format mermaid|dot|json] [--model M]
@@ -140,7 +140,7 @@ func parseInterspersed(fs *flag.FlagSet, args []string, stdout, stderr io.Writer
 // synopses are the usage lines of the subcommands.
 var synopses = map[string]string{
 	"run": "nika run FILE [--var k=v]... [--model M] [--report FILE] [--trace FILE | --no-trace] [--seed N] [--max-parallel-tasks N] " +
-		"[--max-parallel-tools N] [--max-processes N] [--max-exec-output BYTES] [--no-progress] [--quiet] [--yes] [--metrics-addr ADDR [--metrics-linger DUR]] [--pushgateway URL] [--metrics-task-label]",
+		"[--max-parallel-tools N] [--max-processes N] [--max-exec-output BYTES] [--no-progress] [--quiet] [--yes] [--metrics-addr ADDR [--metrics-linger DUR]] [--pushgateway URL] [--metrics-task-label] [--resume RUN [--answer TASK=VALUE]...]",
 	"check":   "nika check FILE... [--model M] [--json]",
 	"graph":   "nika graph FILE [--format mermaid|dot|json] [--model M]",
 	"explain": "nika explain NIKA-XXX-NNN",

@@ -45,6 +45,7 @@ import (
 
 	"github.com/nikahq/nika/engine"
 	"github.com/nikahq/nika/event"
+	"github.com/nikahq/nika/journal"
 	"github.com/nikahq/nika/metrics"
 	"github.com/nikahq/nika/planner"
 	"github.com/nikahq/nika/spec"
@@ -99,6 +100,7 @@ type runFlags struct {
 	limits                 engine.Limits
 	noProgress, quiet, yes bool
 	metrics                *metricsFlags
+	resumeFlags
 }
 
 // parseRunFlags parses and validates the arguments of `nika run`; ok false means exit with code.
@@ -118,11 +120,15 @@ func parseRunFlags(args []string, stdout, stderr io.Writer) (f runFlags, file st
 	fs.BoolVar(&f.noProgress, "no-progress", false, "print a plain line log instead of the live view")
 	fs.BoolVar(&f.quiet, "quiet", false, "print nothing on stderr but errors")
 	fs.BoolVar(&f.yes, "yes", false, "confirm every nika:prompt")
+	fs.StringVar(&f.resume, "resume", "", "go on with an earlier run from its journal: a run id, its trace or journal file, or `last` (the newest run of FILE)")
+	f.answers = varFlags{}
+	fs.Var(f.answers, "answer", "answer a paused run's question: `TASK=VALUE` (or TASK[i]=VALUE in a for_each; repeatable; with --resume)")
 	f.metrics = addMetricsFlags(fs)
 	files, code, ok := parseInterspersed(fs, args, stdout, stderr)
 	if !ok {
 		return f, "", code, false
 	}
+	fs.Visit(func(fl *flag.Flag) { f.seedSet = f.seedSet || fl.Name == "seed" })
 	if len(files) != 1 {
 		fmt.Fprint(stderr, "nika run: give exactly one workflow file\n"+usageOf(fs))
 		return f, "", exitUsage, false
@@ -151,6 +157,12 @@ func runWith(args []string, stdout, stderr io.Writer, env runEnv) int {
 		return exitEnv
 	}
 
+	runDir, _ := os.Getwd()
+	resumed, code, ok := f.openResumed(runDir, file, stderr)
+	if !ok {
+		return code
+	}
+
 	// 1. Check.
 	results, analyses := checkFiles([]string{file}, f.model, stderr)
 	if !results[0].Valid() {
@@ -166,7 +178,6 @@ func runWith(args []string, stdout, stderr io.Writer, env runEnv) int {
 		return exitUsage
 	}
 	// 2. Inputs: vars (exit 2), then secrets and provider keys (exit 3).
-	runDir, _ := os.Getwd()
 	eng, err := engine.New(engine.Options{Env: env.lookup, RunDir: runDir, Version: version, Clock: env.now, Limits: f.limits,
 		MCP: engine.LoadMCP(runDir, env.lookup), Terminal: f.terminal(stderr)})
 	if err != nil {
@@ -181,7 +192,23 @@ func runWith(args []string, stdout, stderr io.Writer, env runEnv) int {
 		}
 		return exitEnv
 	}
-	return f.execute(eng, p, stdout, stderr, env)
+	var answers map[string]any
+	if resumed != nil {
+		p.ID = resumed.Header().RunID // a resumed run goes on under its id
+		if answers, err = engine.ParseAnswers(resumed, f.answers); err != nil {
+			fmt.Fprintf(stderr, "nika run: %v\n", err)
+			return exitUsage
+		}
+	}
+	jr, err := f.openJournal(eng, p, file, resumed, answers)
+	if err != nil {
+		fmt.Fprintf(stderr, "nika run: cannot write the journal: %v\n", err)
+		return exitEnv
+	}
+	if resumed != nil && !f.quiet {
+		fmt.Fprintf(stderr, "nika run: resuming run %s from its journal %s\n", p.ID, resumed.Path)
+	}
+	return f.execute(eng, p, jr, file, stdout, stderr, env)
 }
 
 // terminal is where nika:prompt asks: stdin and stderr, never stdout (the outputs JSON), when
@@ -201,8 +228,13 @@ func (f *runFlags) terminal(stderr io.Writer) *tools.Terminal {
 
 // execute runs a prepared run with its sinks (trace, line log or live view, metrics) and
 // signal handling, then writes the trace, the report and the outputs and returns the exit code.
-func (f *runFlags) execute(eng *engine.Engine, p *engine.Prepared, stdout, stderr io.Writer, env runEnv) int {
+func (f *runFlags) execute(eng *engine.Engine, p *engine.Prepared, jr *journal.Run, file string, stdout, stderr io.Writer, env runEnv) int {
 	w, mask := p.Workflow, p.Mask
+	defer func() {
+		if jr != nil { // an early return: the run did not start
+			jr.Close()
+		}
+	}()
 	providers := eng.Providers().Registry
 	mrun, code, ok := f.metrics.start(w, providers, f.quiet, stderr)
 	if !ok {
@@ -266,7 +298,7 @@ func (f *runFlags) execute(eng *engine.Engine, p *engine.Prepared, stdout, stder
 	live = sampler.StopAtFinish(live)
 
 	// 3. Execute.
-	res, interrupted := runInterruptible(eng, p, engine.RunOptions{Seed: f.seed, Canonical: sinks, Live: live}, env.signals, stderr)
+	res, interrupted := runInterruptible(eng, p, engine.RunOptions{Seed: f.seed, Canonical: sinks, Live: live, Journal: jr}, env.signals, stderr)
 	sampler.Stop() // done at workflow_finished; nothing may draw once the view is closed
 	if view != nil {
 		view.Close()
@@ -274,7 +306,13 @@ func (f *runFlags) execute(eng *engine.Engine, p *engine.Prepared, stdout, stder
 
 	// 4. Trace, report, outputs, exit code. A file that could not be written is exit 3, after
 	// the outputs are printed; an interrupted run still exits 130.
-	lost := false // the trace, the report or the outputs could not be written
+	lost := false // the journal, the trace, the report or the outputs could not be written
+	err = jr.Close()
+	jr = nil
+	if err != nil {
+		fmt.Fprintf(stderr, "nika run: error: %v\n", err)
+		lost = true
+	}
 	if trace != nil {
 		err := trace.Close()
 		trace = nil
@@ -298,6 +336,13 @@ func (f *runFlags) execute(eng *engine.Engine, p *engine.Prepared, stdout, stder
 	}
 	if interrupted || res.State == planner.StatusCancelled {
 		return exitInterrupt
+	}
+	if res.State == planner.StatusPaused {
+		printPaused(res, p.ID, file, mask, stderr)
+		if lost {
+			return exitEnv
+		}
+		return exitPaused
 	}
 	return f.finish(res, mask, lost, stdout, stderr)
 }
@@ -398,7 +443,7 @@ func (s *logSink) Emit(e event.Event) {
 		line = fmt.Sprintf("↻ %s: attempt %v failed with %v; retrying in %vms", e.Task, e.Fields["attempt"], e.Fields["code"], e.Fields["delay_ms"])
 	case event.Log:
 		line = fmt.Sprintf("[%v] %s: %v", e.Fields["level"], e.Task, e.Fields["message"])
-	case event.WorkflowCompleted, event.WorkflowFailed, event.WorkflowCancelled:
+	case event.WorkflowCompleted, event.WorkflowFailed, event.WorkflowCancelled, event.WorkflowPaused:
 		line = fmt.Sprintf("workflow %v", e.Fields["state"])
 	default:
 		return

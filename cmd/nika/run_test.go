@@ -13,7 +13,8 @@ import (
 )
 
 func TestRunVarsAndOutputs(t *testing.T) {
-	dir := filepath.Join(pkgDir, "testdata", "run")
+	dir := t.TempDir() // a run keeps its journal in its run directory
+	copyFile(t, filepath.Join(pkgDir, "testdata", "run", "vars.nika.yaml"), filepath.Join(dir, "vars.nika.yaml"))
 	r := runBinary(t, dir, "run", "vars.nika.yaml", "--no-trace", "--var", "times=3", "--var", "name=nika")
 	if r.code != 0 {
 		t.Fatalf("exit %d\n%s", r.code, r.stderr)

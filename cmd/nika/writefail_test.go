@@ -319,6 +319,7 @@ func TestReportSurvivesSIGKILL(t *testing.T) {
 	for _, e := range entries {
 		switch n := e.Name(); {
 		case n == "blocked.nika.yaml" || n == "report.json" || n == "ready" || n == "go":
+		case n == ".nika": // the run's journal (docs/journal.md)
 		case strings.HasPrefix(n, ".report.json.tmp-"): // the documented leftover
 		default:
 			others = append(others, n)

@@ -28,6 +28,10 @@ import (
 // next turn unless ctx is done) and reports the outcome back, until the core finishes. It reads
 // only what the steps carry.
 func (r *run) drive(ctx context.Context) *core.Finish {
+	var past replay // an interrupted attempt's recorded steps (memo.go)
+	if r.job.Memo != nil {
+		past.steps = r.job.Memo.Recorded()
+	}
 	st := r.loop.Start()
 	for {
 		r.release(st)
@@ -42,13 +46,22 @@ func (r *run) drive(ctx context.Context) *core.Finish {
 			st = r.loop.Next()
 		case st.Request != nil:
 			r.turn = st.Request.Turn
-			st = r.loop.Replied(r.ask(ctx, st.Request.Request))
-		case st.Batch != nil:
-			results, cancelled := r.resolve(ctx, st.Batch)
-			if cancelled != nil {
-				st = r.loop.Cancel(cancelled)
-				continue
+			reply, replayed := past.reply()
+			if !replayed {
+				reply = r.ask(ctx, st.Request.Request)
 			}
+			r.recordReply(reply)
+			st = r.loop.Replied(reply)
+		case st.Batch != nil:
+			results, replayed := past.batch(len(st.Batch.Calls))
+			if !replayed {
+				var cancelled *spec.Error
+				if results, cancelled = r.resolve(ctx, st.Batch); cancelled != nil {
+					st = r.loop.Cancel(cancelled)
+					continue
+				}
+			}
+			r.recordBatch(results)
 			st = r.loop.Resolved(results)
 		default:
 			st = r.loop.Cancel(spec.NewError("", "agent core: a step with no action", nil))

@@ -103,7 +103,12 @@ func (v *Verb) call(ctx context.Context, job workflow.Job, name string) workflow
 			emit = func(string, map[string]any) {}
 		}
 		res, err := v.Builtins.Execute(ctx, tools.Call{Name: name, Args: args, Permits: job.Permits,
-			RunDir: job.RunDir, Emit: emit, Now: v.Now, Workflow: job.Workflow, Task: taskID(job), Inspect: job.Inspect})
+			RunDir: job.RunDir, Emit: emit, Now: v.Now, Workflow: job.Workflow, Task: taskID(job), Inspect: job.Inspect,
+			CanPause: job.Memo != nil}) // a journaled run can wait for an answer and be resumed
+		var pause *tools.Pause
+		if errors.As(err, &pause) { // the run waits for the answer (D49)
+			return workflow.Outcome{Pause: &workflow.Question{Mode: pause.Mode, Message: pause.Message, Choices: pause.Choices}}
+		}
 		if err != nil {
 			return workflow.Failed(toError(name, err))
 		}
