@@ -1,6 +1,8 @@
 // Package anthropic is the provider adapter for the Anthropic Messages wire (WIRES.md §2): one
-// non-streaming POST {base}/v1/messages per Exchange, the reply mapped to a neutral outcome. It holds no
-// policy (no retries, limiter or batching); the provider front end owns those.
+// POST {base}/v1/messages per Exchange, the reply mapped to a neutral outcome, or per ExchangeStream
+// the same request with "stream": true, its events assembled into the same outcome while text and
+// tool calls are told to an observer (provider.StreamAdapter). It holds no policy (no retries,
+// limiter or batching); the provider front end owns those.
 package anthropic
 
 import (

@@ -1,7 +1,9 @@
 // Package gemini is the provider adapter for the Gemini generateContent wire (WIRES.md §3): one
-// non-streaming POST {base}/v1beta/models/{name}:generateContent per Exchange, the reply mapped to a
-// neutral outcome. It holds no policy (no retries, limiter or batching); the provider front end owns
-// those.
+// POST {base}/v1beta/models/{name}:generateContent per Exchange, the reply mapped to a neutral
+// outcome, or per ExchangeStream one POST to :streamGenerateContent?alt=sse, its chunks assembled
+// into the same outcome while text and tool calls are told to an observer
+// (provider.StreamAdapter). It holds no policy (no retries, limiter or batching); the provider front
+// end owns those.
 package gemini
 
 import (

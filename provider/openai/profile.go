@@ -1,6 +1,11 @@
 // Package openai is the OpenAI-compatible Chat Completions wire (WIRES.md §1): one Adapter speaks to
 // OpenAI and to every compatible server (Ollama, LM Studio, llama.cpp, LocalAI, vLLM, Mistral,
-// OpenRouter, Groq, DeepSeek, xAI). Server differences are data in a Profile, not types.
+// OpenRouter, Groq, DeepSeek, xAI). Server differences are data in a Profile, not types. Exchange
+// sends a plain request; ExchangeStream sends it with "stream": true and assembles the chunks into
+// the same outcome while text and tool calls are told to an observer (provider.StreamAdapter).
+// A profile says it cannot stream with NoStream, and that it refuses stream_options with
+// NoStreamOptions; a server that answers the streamed form with a 400 or 422 naming "stream" is
+// sent plain requests from then on without one.
 package openai
 
 import (

@@ -1,5 +1,7 @@
 // Package providertest holds test doubles for the provider contract: Scripted answers from a queue
-// of scripted outcomes, for the paths the mock provider never takes (re-asks, NIKA-INFER-001).
+// of scripted outcomes, for the paths the mock provider never takes (re-asks, NIKA-INFER-001), and
+// streams them (provider.Streamer) at a pace a test sets (SetStreamStep); Run is the conformance
+// suite of the wire adapters.
 package providertest
 
 import (
@@ -27,7 +29,17 @@ type Scripted struct {
 	queue []provider.Outcome
 	reqs  []provider.Request
 	hook  Hook
+	step  StreamStep
 }
+
+var _ provider.Streamer = (*Scripted)(nil)
+
+// StreamStep paces a streamed reply of Scripted (CompleteStream): it runs before the reply's tool
+// call k is announced, and once more, with k equal to the number of calls, before CompleteStream
+// returns (the end of the stream). It may block, on a channel or on ctx, to stage a rendezvous with
+// the consumer ("tool 0 started before the stream ended"); an error (ctx's) ends the stream as
+// cancelled.
+type StreamStep func(ctx context.Context, k int) error
 
 // NewScripted returns a Scripted provider whose queue holds outcomes.
 func NewScripted(outcomes ...provider.Outcome) *Scripted {
@@ -48,6 +60,51 @@ func (s *Scripted) SetHook(h Hook) *Scripted {
 	defer s.mu.Unlock()
 	s.hook = h
 	return s
+}
+
+// SetStreamStep installs (or, with nil, removes) the pace of streamed replies.
+func (s *Scripted) SetStreamStep(f StreamStep) *Scripted {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.step = f
+	return s
+}
+
+// CompleteStream implements provider.Streamer: it takes the next outcome as Complete does; for a
+// successful one it tells obs the reply's text (one delta), then each tool call in order, the
+// StreamStep running before each call and before it returns. A failed outcome is returned without
+// a word to obs.
+func (s *Scripted) CompleteStream(ctx context.Context, req provider.Request, obs *provider.StreamObserver) provider.Outcome {
+	o := s.answer(ctx, req)
+	if o.Err != nil || o.Response == nil {
+		return o
+	}
+	s.mu.Lock()
+	step := s.step
+	s.mu.Unlock()
+	pace := func(k int) bool {
+		return step == nil || step(ctx, k) == nil
+	}
+	cancelled := func() provider.Outcome {
+		return provider.Failed(provider.Failure{Model: req.Model, Reason: provider.ReasonCancelled,
+			Message: "request cancelled while the reply streamed", Cause: context.Cause(ctx)})
+	}
+	obs.Text(provider.Text(o.Response.Message))
+	k := 0
+	for _, b := range o.Response.Message.Blocks {
+		if b.Type != provider.BlockToolUse {
+			continue
+		}
+		if !pace(k) {
+			return cancelled()
+		}
+		obs.ToolCall(provider.StreamCall{Index: k, Block: b})
+		k++
+	}
+	if !pace(k) {
+		return cancelled()
+	}
+	return o
 }
 
 // Requests returns a copy of the requests received so far, in arrival order.

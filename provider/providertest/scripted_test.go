@@ -3,6 +3,8 @@ package providertest
 import (
 	"context"
 	"errors"
+	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -180,5 +182,49 @@ func TestScriptedConcurrent(t *testing.T) {
 	}
 	if len(rec) != workers*perBatch {
 		t.Errorf("recorded %d distinct requests", len(rec))
+	}
+}
+
+// TestScriptedStream: a streamed reply tells the text and each call, the step running before each
+// call and at the end; a consumer can hold the stream until it has started call 0.
+func TestScriptedStream(t *testing.T) {
+	s := NewScripted(ToolCalls("Two.", Call{"c1", "nika:read", `{"path":"a"}`}, Call{"c2", "nika:read", `{"path":"b"}`}), Fail(provider.ReasonServerError))
+	started := make(chan struct{})
+	var lines []string
+	s.SetStreamStep(func(ctx context.Context, k int) error {
+		lines = append(lines, fmt.Sprintf("step %d", k))
+		if k == 1 { // the stream goes on only once call 0 has started
+			select {
+			case <-started:
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		}
+		return nil
+	})
+	obs := &provider.StreamObserver{
+		OnText: func(d string) { lines = append(lines, "text "+d) },
+		OnToolCall: func(c provider.StreamCall) {
+			lines = append(lines, fmt.Sprintf("call %d %s", c.Index, c.Block.ID))
+			if c.Index == 0 {
+				close(started)
+			}
+		},
+	}
+	o := s.CompleteStream(context.Background(), provider.Request{Model: "x/y"}, obs)
+	if o.Err != nil || len(o.Response.Message.Blocks) != 3 {
+		t.Fatalf("outcome = %+v", o)
+	}
+	if want := []string{"text Two.", "step 0", "call 0 c1", "step 1", "call 1 c2", "step 2"}; !slices.Equal(lines, want) {
+		t.Errorf("lines = %q, want %q", lines, want)
+	}
+	lines = nil
+	if o := s.CompleteStream(context.Background(), provider.Request{Model: "x/y"}, obs); provider.ReasonOf(o.Err) != provider.ReasonServerError || lines != nil {
+		t.Errorf("a failed outcome: %+v, observed %q", o, lines)
+	}
+	// A step that fails ends the stream as cancelled.
+	s.Push(Reply("x")).SetStreamStep(func(context.Context, int) error { return context.Canceled })
+	if o := s.CompleteStream(context.Background(), provider.Request{Model: "x/y"}, nil); provider.ReasonOf(o.Err) != provider.ReasonCancelled {
+		t.Errorf("outcome = %+v, want cancelled", o)
 	}
 }
