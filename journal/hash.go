@@ -3,6 +3,7 @@ package journal
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"sync"
 
 	"github.com/nikahq/nika/spec"
 	"github.com/nikahq/nika/spec/canon"
@@ -40,20 +41,34 @@ func definition(t *spec.Task) string {
 	return sum(b)
 }
 
-// inputs is a job's inputs hash: the SHA-256 of the canonical JSON of {"with": its evaluated
-// with (absent for a step), "fields": its evaluated verb fields, "model": its model}; ok is false
-// when they have no JSON encoding (NaN): such a job is neither restored nor recorded.
-func inputs(job *workflow.Job, with map[string]any) (string, bool) {
-	m := map[string]any{"fields": job.Fields, "model": job.Model}
-	if with != nil {
-		m["with"] = with
-	}
-	b, err := canon.Marshal(m)
+// inputs is a job's inputs hash: the SHA-256 of the canonical JSON of {"fields": its evaluated
+// verb fields, "model": its model, "with": its evaluated with (absent for a step)}, written
+// straight into a pooled buffer in that (sorted) key order; ok is false when they have no JSON
+// encoding (NaN): such a job is neither restored nor recorded.
+func inputs(job *workflow.Job, with map[string]any) (sum [sha256.Size]byte, ok bool) {
+	bp := bufs.Get().(*[]byte)
+	defer bufs.Put(bp)
+	b := append((*bp)[:0], `{"fields":`...)
+	b, err := canon.Append(b, job.Fields)
 	if err != nil {
-		return "", false
+		return sum, false
 	}
-	return sum(b), true
+	b = append(b, `,"model":`...)
+	b, _ = canon.Append(b, job.Model)
+	if with != nil {
+		b = append(b, `,"with":`...)
+		if b, err = canon.Append(b, with); err != nil {
+			return sum, false
+		}
+	}
+	b = append(b, '}')
+	if cap(b) <= 64<<10 {
+		*bp = b
+	}
+	return sha256.Sum256(b), true
 }
+
+var bufs = sync.Pool{New: func() any { b := make([]byte, 0, 1024); return &b }}
 
 func sum(b []byte) string {
 	s := sha256.Sum256(b)

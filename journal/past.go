@@ -1,6 +1,9 @@
 package journal
 
-import "encoding/json"
+import (
+	"encoding/hex"
+	"encoding/json"
+)
 
 // past is what earlier processes of a run journaled, as a resumed run looks it up.
 type past struct {
@@ -68,7 +71,8 @@ func index(l *Log) *past {
 }
 
 func (r *Record) key() key {
-	k := key{task: r.Task, iteration: -1, finally: -1, def: r.Def, in: r.In}
+	k := key{task: r.Task, iteration: -1, finally: -1, def: r.Def}
+	hex.Decode(k.in[:], []byte(r.In)) // a record with a bad hash matches no job
 	if r.Iteration != nil {
 		k.iteration = *r.Iteration
 	}

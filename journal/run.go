@@ -1,6 +1,8 @@
 package journal
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -134,7 +136,8 @@ func stamp(t time.Time) string {
 type key struct {
 	task               string
 	iteration, finally int
-	def, in            string
+	def                string
+	in                 [sha256.Size]byte
 }
 
 // Job implements planner.Memory: attempts and on_finally steps are journaled.
@@ -213,48 +216,76 @@ func (m *jobMem) Record(step json.RawMessage) {
 	n := m.n
 	m.n++
 	m.mu.Unlock()
-	rec := m.base(KindStep)
-	rec.N, rec.Data = n, step
-	if b, err := encode(rec); err == nil {
-		m.run.w.AppendWritten(b) // on file before the verb's next request goes out
-	}
+	b := m.head(make([]byte, 0, 256+len(step)), KindStep)
+	b = append(b, `,"n":`...)
+	b = strconv.AppendInt(b, int64(n), 10)
+	b = append(b, `,"data":`...)
+	b = append(b, step...)
+	m.run.w.AppendWritten(append(b, '}')) // on file before the verb's next request goes out
 }
 
-func (m *jobMem) base(kind string) *Record {
-	rec := &Record{Kind: kind, Task: m.id.Task, Attempt: m.id.Attempt, Def: m.k.def, In: m.k.in}
+// head writes the fields a job's records share, as encode would: the record's opening, its
+// kind, the job's task, iteration, attempt, step, definition and inputs hashes. A job record
+// is encoded by hand: one is written per job, on its goroutine.
+func (m *jobMem) head(b []byte, kind string) []byte {
+	b = append(b, `{"kind":"`...)
+	b = append(b, kind...)
+	b = append(b, `","task":`...)
+	b, _ = canon.Append(b, m.id.Task)
 	if m.id.Iteration >= 0 {
-		rec.Iteration = intp(m.id.Iteration)
+		b = append(b, `,"iteration":`...)
+		b = strconv.AppendInt(b, int64(m.id.Iteration), 10)
+	}
+	if m.id.Attempt > 0 {
+		b = append(b, `,"attempt":`...)
+		b = strconv.AppendInt(b, int64(m.id.Attempt), 10)
 	}
 	if m.id.Kind == planner.JobFinally {
-		rec.Finally = intp(m.id.Finally)
+		b = append(b, `,"on_finally":`...)
+		b = strconv.AppendInt(b, int64(m.id.Finally), 10)
 	}
-	return rec
+	b = append(b, `,"def":"`...)
+	b = append(b, m.k.def...)
+	b = append(b, `","in":"`...)
+	b = hex.AppendEncode(b, m.k.in[:])
+	return append(b, '"')
 }
 
 // Settled journals the job's outcome. A success whose output has no JSON encoding is not
 // journaled: the job runs again on a resume.
 func (m *jobMem) Settled(rep *planner.Report) {
-	rec := m.base(KindJob)
 	out := rep.Outcome
+	b := m.head(make([]byte, 0, 256), KindJob)
+	var err error
 	switch {
 	case out.Pause != nil:
-		rec.Status, rec.Question = StatusPaused, out.Pause
+		b = append(b, `,"status":"paused","question":`...)
+		q, _ := json.Marshal(out.Pause) // strings only
+		b = append(b, q...)
 	case out.Err != nil:
-		rec.Status, rec.Error = StatusFailure, errorRecord(out.Err)
+		status := StatusFailure
 		if out.Err.Code == spec.CodeCancel {
-			rec.Status = StatusCancelled
+			status = StatusCancelled
 		}
+		b = append(b, `,"status":"`+status+`","error":`...)
+		e, jerr := json.Marshal(errorRecord(out.Err))
+		if jerr != nil { // details with no JSON encoding: the error without them
+			er := errorRecord(out.Err)
+			er.Details = nil
+			e, _ = json.Marshal(er)
+		}
+		b = append(b, e...)
 	default:
-		b, err := canon.Marshal(out.Output)
-		if err != nil {
+		b = append(b, `,"status":"success","output":`...)
+		if b, err = canon.Append(b, out.Output); err != nil {
 			return
 		}
-		rec.Status, rec.Output = StatusSuccess, b
 		if rep.Bindings != nil {
-			if rec.Bindings, err = canon.Marshal(rep.Bindings); err != nil {
+			b = append(b, `,"bindings":`...)
+			if b, err = canon.Append(b, rep.Bindings); err != nil {
 				return
 			}
 		}
 	}
-	appendRecord(m.run.w, rec)
+	m.run.w.Append(append(b, '}'))
 }
