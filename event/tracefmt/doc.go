@@ -2,7 +2,7 @@
 // `nika trace show`.
 //
 // Read parses a trace into a Trace and WriteText writes it: a header (workflow, run id, state, start,
-// duration, task count), then every task in the order it first appears in the trace, with its status,
+// duration, task count and how many of them the trace has), then every task in the order it first appears in the trace, with its status,
 // verb, attempts, duration, its retries and their codes, its error, and what its attempts did — an
 // agent's turns (model, tokens, tools offered, the tool batch with the calls that failed), an infer's
 // model requests, an invoke's tool call, logs and user events. A for_each task lists the iterations the

@@ -75,6 +75,9 @@ func (t *Trace) writeHeader(p *printer) {
 	p.line("", "state     "+state)
 	p.line("", "started   "+started)
 	p.line("", "duration  "+duration)
+	if n := strconv.Itoa(len(t.tasks)); tasks != n {
+		tasks += " (" + n + " in the trace)" // a run that paused or crashed before the others
+	}
 	p.line("", "tasks     "+tasks)
 	if t.end != nil {
 		for _, k := range sortedKeys(t.end.Fields) {

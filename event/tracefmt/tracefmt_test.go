@@ -37,7 +37,8 @@ func render(t *testing.T, trace []byte) string {
 }
 
 // Every testdata/NAME.ndjson renders as testdata/NAME.golden. The traces of real runs (agent-*, retry-exec,
-// skipped-cancelled: `nika run … --trace`) and hand-written ones: kinds this package does not know and
+// skipped-cancelled: `nika run … --trace`; paused, then resumed: a nika:prompt without a terminal, then
+// `--resume last --answer`) and hand-written ones: kinds this package does not know and
 // a trace without chain (unknown-and-old), a crashed run's cut trace with garbage and a torn last line (cut).
 func TestGolden(t *testing.T) {
 	inputs, err := filepath.Glob(filepath.Join("testdata", "*.ndjson"))
