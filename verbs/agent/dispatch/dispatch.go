@@ -204,7 +204,7 @@ func Resolve(ctx context.Context, cfg Config, exec Executor, calls []Call, progr
 		}
 		if b.accept(a) { // the slot is free again
 			answered++
-			stopped = a.r.Boundary() // §6.5
+			stopped = b.res[a.i].Boundary() // §6.5
 		}
 	}
 	if answered < n {
@@ -242,10 +242,15 @@ var epoch = time.Now()
 
 func clock() time.Duration { return time.Since(epoch) }
 
-// answer is a worker's (or a call timer's) result for calls[i].
+// answer is a worker's (or a call timer's) result for calls[i], less the
+// Call, which Resolve has: half the bytes to copy through the channel.
 type answer struct {
-	i int
-	r Result
+	i          int
+	content    string
+	structured json.RawMessage
+	err        *spec.Error
+	elapsed    time.Duration
+	panicked   bool
 }
 
 // start starts calls[i] on a goroutine of its own, and its call timer.
@@ -261,9 +266,10 @@ func (b *batch) start(i int) {
 		// worker's late answer loses in accept.
 		start := s.start
 		s.timer = time.AfterFunc(b.timeout, func() {
-			r := errResult(c, timeoutError(c, b.timeout))
-			r.Elapsed = clock() - start
-			b.out <- answer{i, r}
+			a := answer{i: i}
+			a.fail(timeoutError(c, b.timeout))
+			a.elapsed = clock() - start
+			b.out <- a
 		})
 	}
 }
@@ -271,10 +277,9 @@ func (b *batch) start(i int) {
 // work is a worker: it runs one call and sends its result, which never
 // blocks (b.out has room for every send of the batch).
 func (b *batch) work(i int, c Call) {
-	var a answer
-	a.i = i
-	b.run(&a.r, c)
-	a.r.Elapsed = clock() - b.slots[i].start
+	a := answer{i: i}
+	b.run(&a, c)
+	a.elapsed = clock() - b.slots[i].start
 	b.out <- a
 }
 
@@ -306,8 +311,10 @@ func (b *batch) accept(a answer) bool {
 	if s.timer != nil {
 		s.timer.Stop()
 	}
-	b.res[a.i] = a.r
-	notifyFinished(b.progress, a.r)
+	r := &b.res[a.i]
+	*r = Result{Call: b.calls[a.i], Content: a.content, Structured: a.structured, Err: a.err,
+		Elapsed: a.elapsed, Panicked: a.panicked}
+	notifyFinished(b.progress, *r)
 	return true
 }
 
@@ -341,14 +348,13 @@ func (b *batch) abandon(started int, why *spec.Error) {
 }
 
 // run executes one call on its worker goroutine, turning every failure into
-// a result in *r. Its frames stay small (the failures are classified in
+// an error answer. Its frames stay small (the failures are classified in
 // functions of their own) so that a worker running a quick tool keeps to its
 // first stack instead of copying it to a bigger one.
-func (b *batch) run(r *Result, c Call) {
-	r.Call = c
-	defer recoverPanic(r)
+func (b *batch) run(a *answer, c Call) {
+	defer recoverPanic(a, c.Name)
 	if b.ctx.Err() != nil { // checked before calling the tool
-		setError(r, cancelError(b.ctx, false))
+		a.fail(cancelError(b.ctx, false))
 		return
 	}
 	ctx := b.ctx
@@ -359,23 +365,28 @@ func (b *batch) run(r *Result, c Call) {
 	}
 	content, structured, err := b.exec.Execute(ctx, c)
 	if err != nil {
-		setError(r, b.failure(ctx, c, err))
+		a.fail(b.failure(ctx, c, err))
 		return
 	}
-	r.Content, r.Structured = content, structured
+	a.content, a.structured = content, structured
 }
 
-// recoverPanic turns a panic of the call into its result (§6.4).
-func recoverPanic(r *Result) {
+// recoverPanic turns a panic of the call into its answer (§6.4).
+func recoverPanic(a *answer, name string) {
 	if v := recover(); v != nil {
-		setPanic(r, v)
+		a.panic(name, v)
 	}
 }
 
 //go:noinline
-func setPanic(r *Result, v any) {
-	*r = errResult(r.Call, spec.NewError(CodeInvokeFailed, fmt.Sprintf("%s panicked: %v", r.Call.Name, v), nil))
-	r.Panicked = true
+func (a *answer) panic(name string, v any) {
+	a.fail(spec.NewError(CodeInvokeFailed, fmt.Sprintf("%s panicked: %v", name, v), nil))
+	a.panicked = true
+}
+
+//go:noinline
+func (a *answer) fail(e *spec.Error) {
+	a.content, a.structured, a.err = errContent(e), nil, e
 }
 
 // failure classifies a tool's error (§6.4); ctx is the call's context.
@@ -399,12 +410,12 @@ func timeoutError(c Call, timeout time.Duration) *spec.Error {
 	return spec.NewError(CodeTimeout, fmt.Sprintf("%s exceeded its %s call timeout", c.Name, timeout), nil)
 }
 
-//go:noinline
-func setError(r *Result, e *spec.Error) { *r = errResult(r.Call, e) }
-
 func errResult(c Call, e *spec.Error) Result {
-	return Result{Call: c, Content: e.Code + Separator + e.Message, Err: e}
+	return Result{Call: c, Content: errContent(e), Err: e}
 }
+
+// errContent is the fed-back text of a failure (§6.4).
+func errContent(e *spec.Error) string { return e.Code + Separator + e.Message }
 
 // cancelError is the result error of a call that did not finish because the
 // batch ended early.
