@@ -1,4 +1,4 @@
-module github.com/nikahq/nika/bench/eino
+module github.com/nikahq/nika/scripts/bench-dispatch-eino
 
 go 1.26.0
 
