@@ -14,11 +14,15 @@ import (
 // which a later process resumes. The caller opens it (CreateJournal, ResumeJournal), hands it to
 // Execute (RunOptions.Journal), which records the run's end in it, and closes it.
 
-// CreateJournal starts the journal of a prepared run under the engine's run directory.
-func (e *Engine) CreateJournal(p *Prepared, h journal.Header) (*journal.Run, error) {
+// CreateJournal starts the journal of a prepared run in dir, or, for dir "", under the engine's
+// run directory (.nika/runs/<run-id>).
+func (e *Engine) CreateJournal(dir string, p *Prepared, h journal.Header) (*journal.Run, error) {
 	h.RunID, h.Workflow = p.ID, p.Workflow.Name
 	if h.Time.IsZero() {
 		h.Time = e.opts.Clock()
+	}
+	if dir != "" {
+		return journal.CreateAt(dir, h, p.Workflow)
 	}
 	return journal.Create(e.opts.RunDir, h, p.Workflow)
 }

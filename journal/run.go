@@ -55,10 +55,19 @@ func Create(runDir string, h Header, w *workflow.Workflow) (*Run, error) {
 	if err := os.MkdirAll(filepath.Join(runDir, ".nika"), 0o755); err != nil {
 		return nil, err
 	}
-	if err := os.MkdirAll(dir, 0o700); err != nil {
+	if err := os.MkdirAll(filepath.Dir(dir), 0o700); err != nil {
 		return nil, err
 	}
 	if err := os.Chmod(filepath.Dir(dir), 0o700); err != nil { // .nika/runs
+		return nil, err
+	}
+	return CreateAt(dir, h, w)
+}
+
+// CreateAt starts the journal of a new run in the directory dir (made 0700 if it does not
+// exist), as FileName.
+func CreateAt(dir string, h Header, w *workflow.Workflow) (*Run, error) {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, err
 	}
 	wr, err := createWriter(filepath.Join(dir, FileName))

@@ -36,6 +36,7 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET /v1/runs/{id}", s.handleGet)
 	mux.HandleFunc("DELETE /v1/runs/{id}", s.handleCancel)
 	mux.HandleFunc("GET /v1/runs/{id}/events", s.handleEvents)
+	mux.HandleFunc("POST /v1/runs/{id}/answers", s.handleAnswers)
 	mux.HandleFunc("GET /metrics", func(w http.ResponseWriter, r *http.Request) {
 		if s.opts.Metrics == nil {
 			writeError(w, http.StatusNotFound, "this server has no metrics handler")
@@ -210,7 +211,16 @@ func (s *Server) submit(name string, src []byte, vars map[string]string) submitt
 	if p.refusal != nil {
 		return submitted{refusal: p.refusal}
 	}
-	r, verdict := s.admit(p)
+	r := s.newRun(p.p)
+	r.name, r.src, r.vars = name, src, vars
+	if err := s.persist(r.id, storedRun{Name: name, Workflow: string(src), Vars: vars, Submitted: r.submitted}); err != nil {
+		s.logf("run %s: error: the submission cannot be stored: %v", r.id, err)
+		return submitted{refusal: &refusal{status: http.StatusInternalServerError, text: "the server cannot store the run: " + err.Error()}}
+	}
+	verdict := s.admitRun(r)
+	if verdict != admitted {
+		os.RemoveAll(s.runDir(r.id))
+	}
 	switch verdict {
 	case queueFull:
 		running, queued := s.Active()
@@ -293,11 +303,14 @@ func (s *Server) handleGet(w http.ResponseWriter, req *http.Request) {
 		return
 	}
 	s.mu.Lock()
-	state, report, traceErr := r.state, r.report, r.traceErr
+	state, report, traceErr, questions := r.state, r.report, r.traceErr, r.questions
 	s.mu.Unlock()
 	out := map[string]any{"run_id": r.id, "state": state, "report": nil} // null until the run ends
 	if report != nil {
 		out["report"] = json.RawMessage(report)
+	}
+	if state == statePaused {
+		out["questions"] = questionsJSON(questions)
 	}
 	if traceErr != "" {
 		out["trace_error"] = traceErr
@@ -345,8 +358,12 @@ func (s *Server) cancelRun(r *run) (string, cancelVerdict) {
 		s.finishUnstarted(r)
 		state, verdict = r.state, cancelDequeued
 	case stateRunning:
+		r.clientCancelled = true
 		r.cancel()
 		verdict = cancelRequested
+	case statePaused:
+		s.cancelPausedLocked(r)
+		state, verdict = r.state, cancelDequeued
 	}
 	s.mu.Unlock()
 	switch verdict {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/nikahq/nika/engine"
 	"github.com/nikahq/nika/event"
+	"github.com/nikahq/nika/journal"
 	"github.com/nikahq/nika/planner"
 	"github.com/nikahq/nika/spec"
 	"github.com/nikahq/nika/spec/canon"
@@ -50,6 +51,17 @@ type run struct {
 	live *liveLog // the web view's live observations and task states
 
 	queuedAt time.Time // when it entered the queue (zero if it started at once)
+
+	// Durability (durable.go): the submission as stored, the journal it resumes and the answers
+	// it resumes with (nil for a new run), the questions it waits on while paused, and whether a
+	// client (not a shutdown) cancelled it.
+	name            string
+	src             []byte
+	vars            map[string]string
+	resume          *journal.Log
+	answers         map[string]any
+	questions       []journal.PausedRecord
+	clientCancelled bool
 
 	// For the runs page, guarded by the Server's mu: the order of admission (newest first), when
 	// it was submitted, started and ended (zero until then), and, once finished, its task counts
@@ -110,22 +122,29 @@ const (
 	draining
 )
 
-// admit registers a prepared run: it starts at once when a slot is free,
-// else it waits in the queue, else it is refused.
-func (s *Server) admit(p prepared) (*run, admission) {
-	r := &run{id: p.p.ID, w: p.p.Workflow, p: p.p, mask: p.p.Mask, submitted: s.opts.Clock()}
+// newRun is the run of a prepared workflow, not admitted yet.
+func (s *Server) newRun(p *engine.Prepared) *run {
+	r := &run{id: p.ID, w: p.Workflow, p: p, mask: p.Mask, submitted: s.opts.Clock()}
 	r.log.wake = make(chan struct{})
 	r.live = newLiveLog(r.mask, s.changes.poke)
 	r.ctx, r.cancel = context.WithCancel(context.Background())
+	return r
+}
+
+// admitRun registers a run: it starts at once when a slot is free, else it waits in the queue,
+// else it is refused. A run of an id the server has (a paused run answered) takes its place.
+func (s *Server) admitRun(r *run) admission {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.admitted++
-	r.seq = s.admitted
+	if r.seq == 0 {
+		s.admitted++
+		r.seq = s.admitted
+	}
 	defer s.changes.poke()
 	switch {
 	case s.draining:
 		r.cancel()
-		return nil, draining
+		return draining
 	case s.running < s.opts.MaxRuns:
 		s.runs[r.id] = r
 		s.logf("run %s (workflow %s) accepted", r.id, r.w.Name) // before its start line
@@ -137,9 +156,9 @@ func (s *Server) admit(p prepared) (*run, admission) {
 		s.logf("run %s (workflow %s) accepted and queued (%d waiting)", r.id, r.w.Name, len(s.queue))
 	default:
 		r.cancel()
-		return nil, queueFull
+		return queueFull
 	}
-	return r, admitted
+	return admitted
 }
 
 // startLocked starts r in its own goroutine; s.mu is held.
@@ -186,7 +205,26 @@ func (s *Server) execute(r *run) {
 	if s.opts.Live != nil {
 		live = event.LiveFanout{s.opts.Live, r.live}
 	}
-	res := s.engine.Execute(r.ctx, r.p, engine.RunOptions{Canonical: sinks, Live: live, Finally: s.finally})
+	events := s.eventsSink(r)
+	if events != nil {
+		sinks = append(sinks, events.WithMasker(event.Masker(r.mask)))
+	}
+	jr, err := s.openJournal(r)
+	if err != nil { // the run still runs, without being durable
+		s.logf("run %s: error: no journal: %v", r.id, err)
+		jr = nil
+	}
+	res := s.engine.Execute(r.ctx, r.p, engine.RunOptions{Canonical: sinks, Live: live, Finally: s.finally, Journal: jr})
+	if jr != nil {
+		if err := jr.Close(); err != nil {
+			s.logf("run %s: error: %v", r.id, err)
+		}
+	}
+	if events != nil {
+		if err := events.Close(); err != nil {
+			s.logf("run %s: error: %v", r.id, err)
+		}
+	}
 	if trace != nil {
 		if err := trace.Close(); err != nil {
 			traceErr = err.Error()
@@ -195,11 +233,19 @@ func (s *Server) execute(r *run) {
 	}
 	report := s.encodeReport(r, res)
 	r.cancel()
+	paused := res.State == planner.StatusPaused
+	if !paused {
+		s.finishStored(r, res, report)
+	}
 	s.mu.Lock()
 	r.state, r.report, r.traceErr = string(res.State), report, s.relativeToTraceDir(traceErr)
 	r.ended, r.counts = s.opts.Clock(), resultCounts(res)
 	s.running--
-	s.retireLocked(r)
+	if paused {
+		r.questions = questionsOf(res.Paused)
+	} else {
+		s.retireLocked(r)
+	}
 	for len(s.queue) > 0 && s.running < s.opts.MaxRuns {
 		next := s.queue[0]
 		s.queue = s.queue[1:]

@@ -60,6 +60,10 @@ type Options struct {
 	Metrics  http.Handler   // served at /metrics; nil: 404
 	Live     event.LiveSink // every run's live stream; nil: discarded
 	TraceDir string         // "": no trace files; else one NDJSON file per run
+	// StateDir keeps every run's submission, journal, events and report (durable.go): a server
+	// started on it again takes its runs up. "": a private temporary directory, removed when the
+	// server stops (runs still pause and take answers, but do not outlive the process).
+	StateDir string
 	Clock    func() time.Time
 	Logger   io.Writer // one line per run transition; nil: discarded
 }
@@ -95,6 +99,9 @@ type Server struct {
 	running  int
 	draining bool
 	wg       sync.WaitGroup // one per executing run
+
+	state    string // the state directory (durable.go)
+	ownState bool   // a temporary one of this server's, removed when it stops
 }
 
 // New validates opts and returns a Server.
@@ -168,6 +175,14 @@ func New(opts Options) (*Server, error) {
 		return nil, fmt.Errorf("server: %w", err)
 	}
 	s.finally, s.abandon = context.WithCancel(context.Background())
+	if s.state, s.ownState, err = openState(opts.StateDir); err != nil {
+		return nil, fmt.Errorf("server: the state directory: %w", err)
+	}
+	if !s.ownState {
+		if err := s.recover(); err != nil {
+			return nil, fmt.Errorf("server: taking up the runs of the state directory: %w", err)
+		}
+	}
 	return s, nil
 }
 
@@ -216,6 +231,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		s.wg.Wait()
 		close(done)
 	}()
+	defer s.removeOwnState()
 	select {
 	case <-done:
 		return nil
@@ -246,6 +262,13 @@ func (s *Server) Close() error {
 		return nil
 	}
 	return err
+}
+
+// removeOwnState removes a temporary state directory once every run has stopped.
+func (s *Server) removeOwnState() {
+	if s.ownState {
+		os.RemoveAll(s.state)
+	}
 }
 
 // Draining reports whether Shutdown or Close was called.

@@ -46,7 +46,7 @@ Usage:
   nika lsp [--model M]                      serve the Language Server Protocol on stdio for editors
   nika serve [--addr ADDR] [--auth-token T] [--permits FILE] [--secret-env NAME]... [--workflows DIR]
              [--max-runs N] [--queue N] [--max-body BYTES] [--keep-runs N] [--shutdown-timeout DUR]
-             [--trace-dir DIR] [--model M] [--max-parallel-tasks N] [--max-parallel-tools N]
+             [--trace-dir DIR] [--state-dir DIR] [--model M] [--max-parallel-tasks N] [--max-parallel-tools N]
              [--max-processes N] [--max-exec-output BYTES] [--metrics-task-label]
                                             serve an HTTP API that runs submitted workflows
   nika version                              print the version
@@ -148,7 +148,7 @@ var synopses = map[string]string{
 	"mcp":     "nika mcp",
 	"lsp":     "nika lsp [--model M]",
 	"serve": "nika serve [--addr ADDR] [--auth-token TOKEN] [--permits FILE] [--secret-env NAME]... [--workflows DIR] [--max-runs N] [--queue N] " +
-		"[--max-body BYTES] [--keep-runs N] [--shutdown-timeout DUR] [--trace-dir DIR] [--model M] [--max-parallel-tasks N] [--max-parallel-tools N] [--max-processes N] [--max-exec-output BYTES] [--metrics-task-label]",
+		"[--max-body BYTES] [--keep-runs N] [--shutdown-timeout DUR] [--trace-dir DIR] [--state-dir DIR] [--model M] [--max-parallel-tasks N] [--max-parallel-tools N] [--max-processes N] [--max-exec-output BYTES] [--metrics-task-label]",
 }
 
 func newFlagSet(name string) *flag.FlagSet {

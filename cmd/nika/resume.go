@@ -76,7 +76,7 @@ func (f *runFlags) openJournal(eng *engine.Engine, p *engine.Prepared, file stri
 	if resumed != nil {
 		return eng.ResumeJournal(p, resumed, h, answers)
 	}
-	return eng.CreateJournal(p, h)
+	return eng.CreateJournal("", p, h)
 }
 
 // printPaused tells the person what a paused run waits for and how to answer it.

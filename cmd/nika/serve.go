@@ -68,6 +68,7 @@ func serveOptions(args []string, stdout, stderr io.Writer, env serveEnv) (opts s
 	keepRuns := fs.Int("keep-runs", server.DefaultKeepRuns, "keep the last `N` finished runs (reports and events) in memory")
 	shutdownTimeout := fs.Duration("shutdown-timeout", 30*time.Second, "on SIGTERM, let running runs finish for `DUR`, then cancel them")
 	traceDir := fs.String("trace-dir", "", "write each run's canonical event stream to `DIR`/<time>-<run-id>.ndjson")
+	stateDir := fs.String("state-dir", "", "keep every run (submission, journal, events, report) in `DIR`, and take its runs up again at start (default: a temporary directory)")
 	model := fs.String("model", "", "default model `provider/name` for infer and agent tasks without one")
 	maxTasks := fs.Int("max-parallel-tasks", 0, "run at most `N` tasks of one run at once (0: unbounded)")
 	maxTools := fs.Int("max-parallel-tools", 0, "run at most `N` tool calls of one agent turn at once (1..1024; default 8)")
@@ -114,7 +115,7 @@ func serveOptions(args []string, stdout, stderr io.Writer, env serveEnv) (opts s
 	}
 	opts = server.Options{
 		MaxRuns: *maxRuns, QueueSize: *queue, MaxBodyBytes: *maxBody, KeepRuns: *keepRuns,
-		AuthToken: *token, SecretEnv: secretEnv, Workflows: *workflows, TraceDir: *traceDir, Logger: stderr,
+		AuthToken: *token, SecretEnv: secretEnv, Workflows: *workflows, TraceDir: *traceDir, StateDir: *stateDir, Logger: stderr,
 		Engine: engine.Options{Env: env.lookup, Version: version},
 	}
 	if *queue == 0 {
