@@ -39,6 +39,7 @@ Usage:
                                             print the task graph
   nika trace verify FILE                    check that a trace is whole and its hash chain intact
   nika trace show FILE                      print the run a trace records, readably
+  nika runs [--json]                        list the runs of this directory from their journals
   nika explain NIKA-XXX-NNN                 explain an error code and how to fix it
   nika schema                               print the JSON Schema of the workflow format
   nika mcp                                  serve nika_check, nika_explain, nika_schema and nika_graph
@@ -80,6 +81,8 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return cmdMCP(rest, stdin, stdout, stderr)
 	case "lsp":
 		return cmdLSP(rest, stdin, stdout, stderr)
+	case "runs":
+		return cmdRuns(rest, stdout, stderr)
 	case "trace":
 		return cmdTrace(rest, stdout, stderr)
 	case "version", "--version", "-version":
@@ -142,6 +145,7 @@ var synopses = map[string]string{
 	"run": "nika run FILE [--var k=v]... [--model M] [--report FILE] [--trace FILE | --no-trace] [--seed N] [--max-parallel-tasks N] " +
 		"[--max-parallel-tools N] [--max-processes N] [--max-exec-output BYTES] [--no-progress] [--quiet] [--yes] [--metrics-addr ADDR [--metrics-linger DUR]] [--pushgateway URL] [--metrics-task-label] [--resume RUN [--answer TASK=VALUE]...]",
 	"check":   "nika check FILE... [--model M] [--json]",
+	"runs":    "nika runs [--json]",
 	"graph":   "nika graph FILE [--format mermaid|dot|json] [--model M]",
 	"explain": "nika explain NIKA-XXX-NNN",
 	"schema":  "nika schema",

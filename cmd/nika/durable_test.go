@@ -298,3 +298,34 @@ func TestAgentResumesMidLoop(t *testing.T) {
 		t.Fatalf("the first resumed request differs from the interrupted one:\nresumed:     %s\ninterrupted: %s", srv.bodies[0], interrupted)
 	}
 }
+
+// nika runs lists the runs of the directory from their journals, with their states.
+func TestRunsListsTheJournals(t *testing.T) {
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "gate.nika.yaml"), []byte(pauseFlow), 0o644)
+	if r := runBinary(t, dir, "run", "gate.nika.yaml", "--no-progress"); r.code != exitPaused {
+		t.Fatalf("exit %d\n%s", r.code, r.stderr)
+	}
+	if r := runBinary(t, dir, "run", "gate.nika.yaml", "--resume", "last", "--answer", "approve=hold"); r.code != 0 {
+		t.Fatalf("exit %d\n%s", r.code, r.stderr)
+	}
+	if r := runBinary(t, dir, "run", "gate.nika.yaml", "--no-progress"); r.code != exitPaused {
+		t.Fatalf("exit %d\n%s", r.code, r.stderr)
+	}
+	r := runBinary(t, dir, "runs", "--json")
+	var runs []struct {
+		RunID, State, Workflow, File, Started string
+		DurationMS                            *int64 `json:"duration_ms"`
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &runs); r.code != 0 || err != nil {
+		t.Fatalf("exit %d, %v: %s", r.code, err, r.stdout)
+	}
+	if len(runs) != 2 || runs[0].State != "success" || runs[1].State != "paused" || runs[0].Workflow != "gate" ||
+		runs[0].File != filepath.Join(dir, "gate.nika.yaml") || runs[0].DurationMS == nil || runs[0].Started == "" {
+		t.Fatalf("runs %+v", runs)
+	}
+	text := runBinary(t, dir, "runs")
+	if text.code != 0 || !strings.HasPrefix(text.stdout, "RUN ") || !strings.Contains(text.stdout, runs[1].RunID) || !strings.Contains(text.stdout, "paused") {
+		t.Fatalf("runs: exit %d\n%s", text.code, text.stdout)
+	}
+}
