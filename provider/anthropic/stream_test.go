@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"go.uber.org/goleak"
 
@@ -161,6 +162,8 @@ func TestStreamAnnouncesAtBlockStop(t *testing.T) {
 		case <-h.calls:
 		case <-r.Context().Done():
 			return
+		case <-time.After(10 * time.Second): // a safety net against a hang, not a timing assertion
+			t.Error("the call was not announced before the stream went on")
 		}
 		sse(w, blockStart(1, `{"type":"tool_use","id":"t1","name":"nika_read","input":{"path":"b"}}`), blockStop(1),
 			`message_delta {"type":"message_delta","delta":{"stop_reason":"tool_use"},"usage":{"output_tokens":9}}`, messageStop)

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"go.uber.org/goleak"
 
@@ -153,6 +154,8 @@ func TestStreamAnnouncesEachCall(t *testing.T) {
 		case <-h.calls:
 		case <-r.Context().Done():
 			return
+		case <-time.After(10 * time.Second): // a safety net against a hang, not a timing assertion
+			t.Error("the call was not announced before the stream went on")
 		}
 		chunks(w, `[{"functionCall":{"id":"b","name":"nika_read","args":{}}}]|,"finishReason":"STOP"`)
 	})

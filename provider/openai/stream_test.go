@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"go.uber.org/goleak"
 
@@ -163,6 +164,8 @@ func TestStreamAnnouncesCallBeforeNextArguments(t *testing.T) {
 			}
 		case <-r.Context().Done():
 			return
+		case <-time.After(10 * time.Second): // a safety net against a hang, not a timing assertion
+			t.Error("the call was not announced before the stream went on")
 		}
 		stream(w, delta(`{"tool_calls":[{"index":1,"function":{"arguments":"{\"path\":\"b\"}"}}]}`), finished("tool_calls"), "[DONE]")
 	})

@@ -175,6 +175,7 @@ type heard struct {
 	text     strings.Builder
 	calls    map[int][]provider.Block
 	restarts []string
+	voided   int           // calls announced before a restart voided them
 	first    chan struct{} // closed at the first tool call
 	once     sync.Once
 }
@@ -194,6 +195,7 @@ func (h *heard) observer() *provider.StreamObserver {
 			h.mu.Lock()
 			defer h.mu.Unlock()
 			h.restarts = append(h.restarts, fmt.Sprintf("%d %s", send, provider.ReasonOf(cause)))
+			h.voided += len(h.calls)
 			h.text.Reset()
 			clear(h.calls)
 		},
@@ -327,11 +329,14 @@ func (c *conformance) streamEarly(t *testing.T) {
 func (c *conformance) streamCut(t *testing.T) {
 	tc := streamCases()[1]
 	for _, cut := range []struct {
-		name string
-		head func(ev []string) string
+		name   string
+		head   func(ev []string) string
+		voided int // calls announced before the cut
 	}{
-		{"MidCall", func(ev []string) string { s := strings.Join(ev, ""); return s[:len(s)*2/3] }},
-		{"BeforeTerminalEvent", func(ev []string) string { return strings.Join(ev[:len(ev)-1], "") }},
+		// Inside the arguments of the second call ("…a long name.txt" arrives as pieces of 3
+		// bytes, "lon" one of them), the first call complete.
+		{"MidCall", func(ev []string) string { s := strings.Join(ev, ""); return s[:strings.Index(s, "lon")+2] }, 1},
+		{"BeforeTerminalEvent", func(ev []string) string { return strings.Join(ev[:len(ev)-1], "") }, 2},
 	} {
 		t.Run(cut.name, func(t *testing.T) {
 			var mu sync.Mutex
@@ -365,6 +370,9 @@ func (c *conformance) streamCut(t *testing.T) {
 			h.check(t, resp)
 			if len(h.restarts) != 1 || h.restarts[0] != "2 "+provider.ReasonNetwork {
 				t.Errorf("restarts = %q, want [\"2 network\"]", h.restarts)
+			}
+			if h.voided < cut.voided {
+				t.Errorf("%d calls announced before the cut, want at least %d", h.voided, cut.voided)
 			}
 			if mu.Lock(); sends != 3 {
 				t.Errorf("sends = %d, want 3 (one direct, two through the Front)", sends)
