@@ -167,10 +167,15 @@ func (f *Front) Complete(ctx context.Context, reqs []Request) []Outcome {
 // reading the reply as it streams when the adapter is a StreamAdapter and NoStream is off
 // (provider.Streamer). obs hears every text delta and tool call (StreamObserver), and OnRestart
 // before each send after the first. It starts no goroutine.
-func (f *Front) CompleteStream(ctx context.Context, req Request, obs *StreamObserver) Outcome {
+func (f *Front) CompleteStream(ctx context.Context, req Request, obs *StreamObserver) (o Outcome) {
 	t := newTracker(obs)
-	o := f.one(ctx, &req, t)
+	o = f.one(ctx, &req, t)
 	if o.Err == nil {
+		defer func() {
+			if r := recover(); r != nil { // the observer's, as inside a send
+				o = f.internal(&req, fmt.Sprintf("provider %s: stream observer panic: %v", f.name, r))
+			}
+		}()
 		t.finish(o.Response)
 	}
 	return o

@@ -231,6 +231,12 @@ func TestFrontCompleteStreamObserverPanic(t *testing.T) {
 	if o.Err == nil || o.Err.Category != "internal_error" || !strings.Contains(o.Err.Message, "observer bug") {
 		t.Errorf("outcome = %+v, want an internal_error naming the panic", o)
 	}
+	// A panic while the Front announces what the adapter did not stream is one too.
+	obs = &StreamObserver{OnToolCall: func(StreamCall) { panic("observer bug") }}
+	plain := NewFront("fake", adapterFunc(func(context.Context, Request) Outcome { return twoCalls() }), FrontConfig{})
+	if o := plain.CompleteStream(context.Background(), req("a"), obs); o.Err == nil || o.Err.Category != "internal_error" {
+		t.Errorf("outcome = %+v, want an internal_error", o)
+	}
 }
 
 func TestFrontCompleteStreamNilObserver(t *testing.T) {
