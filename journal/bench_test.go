@@ -41,7 +41,7 @@ func BenchmarkEngineJournal(b *testing.B) {
 			b.Run(fmt.Sprintf("tasks=%d/journal=%s", n, mode), func(b *testing.B) {
 				b.ReportAllocs()
 				dir := b.TempDir()
-				var syncs, bytes int64
+				var syncs, bytes, writes int64
 				i := 0
 				for b.Loop() {
 					b.StopTimer()
@@ -66,6 +66,7 @@ func BenchmarkEngineJournal(b *testing.B) {
 						st := jr.Stats()
 						syncs += st.Syncs
 						bytes += st.Bytes
+						writes += st.Writes
 					}
 					if res.State != planner.StatusSuccess {
 						b.Fatalf("state %s", res.State)
@@ -75,6 +76,7 @@ func BenchmarkEngineJournal(b *testing.B) {
 				if mode == "on" {
 					b.ReportMetric(float64(syncs)/float64(b.N), "fsyncs/run")
 					b.ReportMetric(float64(bytes)/float64(b.N)/float64(n), "bytes/task")
+					b.ReportMetric(float64(writes)/float64(b.N), "writes/run")
 				}
 			})
 		}

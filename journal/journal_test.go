@@ -258,3 +258,32 @@ func flip(b []byte, i int) []byte {
 func join(parts ...[]byte) []byte { return bytes.Join(parts, nil) }
 
 func readFileBytes(p string) ([]byte, error) { return os.ReadFile(p) }
+
+// A task's definition hash ignores comments, formatting and key order, and sees its values and
+// its model.
+func TestDefinitionsIgnoreFormatting(t *testing.T) {
+	base := Definitions(testWorkflow(t, twoTasks))
+	same := testWorkflow(t, `nika: v1
+workflow: j
+tasks:
+  # a comment
+  - invoke:   {args: {message: "hi"}, tool: "nika:log"}
+    id: a
+  - id: b
+    depends_on: [a]
+    with: {x: "${{ tasks.a.output }}"}
+    invoke: {tool: nika:log, args: {message: "${{ with.x }}"}}
+`)
+	if got := Definitions(same); got["a"] != base["a"] || got["b"] != base["b"] {
+		t.Fatalf("a reformatted task hashes differently: %v vs %v", got, base)
+	}
+	other := testWorkflow(t, strings.Replace(twoTasks, "depends_on: [a]", "depends_on: [a]\n    timeout: 5s", 1))
+	if Definitions(other)["b"] == base["b"] {
+		t.Fatal("a task given a timeout hashes the same")
+	}
+	w := testWorkflow(t, twoTasks)
+	w.Tasks[0].Model = "mock/echo"
+	if Definitions(w)["a"] == base["a"] {
+		t.Fatal("a task on another model hashes the same")
+	}
+}

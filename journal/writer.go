@@ -15,6 +15,11 @@ import (
 // together, so a run costs about one fsync per SyncInterval of its length, not one per record.
 const SyncInterval = 10 * time.Millisecond
 
+// WriteInterval is the least time between two writes when nobody waits for one (Flush,
+// AppendWritten, Close): records that arrive meanwhile go out together, so that a wide run does
+// not cost a write call per record, and none waits longer than this to reach the file.
+const WriteInterval = time.Millisecond
+
 // Writer appends chained records to a journal file (doc.go), from any goroutine. Append hands a
 // record to the writer's goroutine and returns; the goroutine writes what has accumulated in one
 // write, computing the chain in order, and fsyncs at most once per SyncInterval. After a write
@@ -33,11 +38,12 @@ type Writer struct {
 	done    chan struct{}
 
 	// The writer goroutine's own state.
-	prev     []byte // the chain value of the last line written (hex)
-	size     int64  // bytes of whole lines in the file
-	lastSync time.Time
-	dirty    bool // written since the last fsync
-	buf      []byte
+	lastWrite time.Time
+	prev      []byte // the chain value of the last line written (hex)
+	size      int64  // bytes of whole lines in the file
+	lastSync  time.Time
+	dirty     bool // written since the last fsync
+	buf       []byte
 
 	stats Stats
 }
@@ -179,15 +185,29 @@ func (w *Writer) fail(err error) {
 // loop is the writer's goroutine: write what is pending, sync when due, answer flushes.
 func (w *Writer) loop() {
 	defer close(w.done)
-	var timer *time.Timer
-	var due <-chan time.Time
+	var timer, linger *time.Timer
+	var due, later <-chan time.Time
 	for {
 		select {
 		case <-w.wake:
 		case <-due:
 			due = nil
+		case <-later:
+			later = nil
 		}
 		w.mu.Lock()
+		if wait := WriteInterval - time.Since(w.lastWrite); wait > 0 && len(w.flushes) == 0 && len(w.writes) == 0 && !w.closed {
+			w.mu.Unlock() // too soon after the last write, and nobody waits: gather more
+			if later == nil {
+				if linger == nil {
+					linger = time.NewTimer(wait)
+				} else {
+					linger.Reset(wait)
+				}
+				later = linger.C
+			}
+			continue
+		}
 		batch, flushes, writes, closed := w.pending, w.flushes, w.writes, w.closed
 		w.pending, w.flushes, w.writes = nil, nil, nil
 		failed := w.err != nil
@@ -214,8 +234,10 @@ func (w *Writer) loop() {
 			close(ch)
 		}
 		if closed {
-			if timer != nil {
-				timer.Stop()
+			for _, t := range []*time.Timer{timer, linger} {
+				if t != nil {
+					t.Stop()
+				}
 			}
 			return
 		}
@@ -251,6 +273,7 @@ func (w *Writer) write(batch [][]byte) {
 		return
 	}
 	w.prev = append(w.prev[:0], prev...)
+	w.lastWrite = time.Now()
 	w.size += int64(n)
 	w.dirty = true
 	w.mu.Lock()
