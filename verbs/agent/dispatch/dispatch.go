@@ -159,9 +159,12 @@ func (c Config) Effective(n int) int {
 //     calls not finished get NIKA-CANCEL-001 (NIKA-TIMEOUT-001 when ctx hit
 //     its deadline).
 //
-// Every goroutine Resolve starts has ended or is inside Executor.Execute when
-// it returns: a tool that ignores its cancelled context (or its call timeout)
-// finishes detached and its late result is discarded (§6.4, §6.6).
+// When Resolve returns, every goroutine it started has ended, is inside
+// Executor.Execute, or has only non-blocking steps left (a send on a
+// channel with room for it; a worker not yet scheduled sees the cancelled
+// batch context and skips its tool): a tool that ignores its cancelled
+// context (or its call timeout) finishes detached and its late result is
+// discarded (§6.4, §6.6).
 //
 // The shape: Resolve's own goroutine (the coordinator) is the only one that
 // writes results or calls Progress. A worker runs one call and sends its
