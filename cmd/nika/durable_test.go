@@ -186,11 +186,17 @@ func TestPromptPausesAndAnswerCompletes(t *testing.T) {
 	if bad.code != exitUsage || !strings.Contains(bad.stderr, `"maybe" is not one of the choices "ship", "hold"`) {
 		t.Fatalf("a bad answer: exit %d\n%s", bad.code, bad.stderr)
 	}
-	wrong := runBinary(t, dir, "run", "gate.nika.yaml", "--resume", "last", "--answer", "build=1")
+	id := r.stderr[strings.Index(r.stderr, "--resume ")+len("--resume "):]
+	id = id[:strings.IndexByte(id, ' ')]
+	wrong := runBinary(t, dir, "run", "gate.nika.yaml", "--resume", id, "--answer", "build=1") // by run id
 	if wrong.code != exitUsage || !strings.Contains(wrong.stderr, "waits for no answer from build (it waits for approve)") {
 		t.Fatalf("an answer to a task that does not wait: exit %d\n%s", wrong.code, wrong.stderr)
 	}
-	done := runBinary(t, dir, "run", "gate.nika.yaml", "--resume", "last", "--answer", "approve=1", "--no-progress")
+	traces, _ := filepath.Glob(filepath.Join(dir, ".nika", "traces", "*-"+id+".ndjson"))
+	if len(traces) != 1 {
+		t.Fatalf("traces of %s: %v", id, traces)
+	}
+	done := runBinary(t, dir, "run", "gate.nika.yaml", "--resume", traces[0], "--answer", "approve=1", "--no-progress") // by its trace
 	if done.code != 0 || done.stdout != `{"decision":"ship","other":"other"}`+"\n" {
 		t.Fatalf("answered: exit %d, stdout %q\n%s", done.code, done.stdout, done.stderr)
 	}
