@@ -25,7 +25,7 @@ type Providers struct {
 	// and never a key.
 	Unavailable map[string]string
 	// Invalid names the providers of Unavailable left out for a bad engine variable
-	// (NIKA_<P>_MAX_INFLIGHT, _RPM, _TPM) rather than a missing key, in table order: a mistake
+	// (NIKA_<P>_MAX_INFLIGHT, _RPM, _TPM, _STREAM) rather than a missing key, in table order: a mistake
 	// to report at start-up.
 	Invalid []string
 }
@@ -115,7 +115,7 @@ func wireNames() []string {
 }
 
 // add builds provider name: its engine configuration (provider.ConfigFromEnv:
-// NIKA_<PROVIDER>_MAX_INFLIGHT, _RPM, _TPM), its own HTTP client sized to its limiter, its wire
+// NIKA_<PROVIDER>_MAX_INFLIGHT, _RPM, _TPM, _STREAM), its own HTTP client sized to its limiter, its wire
 // adapter, and the Front over them that owns the limiter and the retries (AGENT.md §11.2).
 func (p *Providers) add(name string, lookup func(string) (string, bool)) error {
 	newAdapter, ok := wireFor(name, lookup)

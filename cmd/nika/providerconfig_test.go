@@ -14,7 +14,7 @@ import (
 )
 
 // Black-box tests of the per-provider engine configuration (issue 13 items 2 and 3):
-// NIKA_<PROVIDER>_MAX_INFLIGHT, _RPM and _TPM are read by `nika run` before anything runs, and
+// NIKA_<PROVIDER>_MAX_INFLIGHT, _RPM, _TPM and _STREAM are read by `nika run` before anything runs, and
 // the in-flight cap holds on the wire.
 
 // pairServer is a fake OpenAI-compatible server that holds each chat completion until `pair`
@@ -122,6 +122,7 @@ func TestRunRefusesABadEngineVariable(t *testing.T) {
 		{"NIKA_OPENAI_MAX_INFLIGHT", "0", "requests in flight"},
 		{"NIKA_OPENAI_RPM", "-1", "requests per minute"},
 		{"NIKA_OPENAI_TPM", "1.5e6", "tokens per minute"},
+		{"NIKA_OPENAI_STREAM", "maybe", "whether replies from openai are streamed"},
 	} {
 		t.Run(tt.variable+"="+tt.value, func(t *testing.T) {
 			s := newPairServer(t, 1, 1)
