@@ -366,3 +366,22 @@ func TestInterruptedRunSaysAWriteFailure(t *testing.T) {
 		t.Errorf("stderr does not say the trace was lost:\n%s", log)
 	}
 }
+
+// A journal that does not fit on its disk: the run still runs, exits 3 naming the journal and
+// the reason, and the journal keeps only whole lines (it reads back, without the run's end).
+func TestJournalOnAFullDisk(t *testing.T) {
+	disk := testfs.SmallFS(t, "64k")
+	writeFile(t, filepath.Join(disk, "big.nika.yaml"), bigYAML)
+	r := runBinary(t, disk, "run", "big.nika.yaml", "--no-trace", "--no-progress")
+	if r.code != 3 || !strings.Contains(r.stderr, "the journal ") || !strings.Contains(r.stderr, "is incomplete") ||
+		!strings.Contains(r.stderr, "no space left on device") {
+		t.Fatalf("exit %d, want 3 naming the journal and the full disk\nstderr:\n%s", r.code, r.stderr)
+	}
+	if !strings.HasPrefix(r.stdout, `{"text":"aaa`) {
+		t.Errorf("the outputs were not printed: %.40q", r.stdout)
+	}
+	runs := runBinary(t, disk, "runs", "--json")
+	if runs.code != 0 || !strings.Contains(runs.stdout, `"state":"unfinished"`) {
+		t.Fatalf("nika runs: exit %d %s %s", runs.code, runs.stdout, runs.stderr)
+	}
+}
