@@ -69,7 +69,7 @@ var counterJobs = []string{"a1", "a2", "a3", "b1", "b2", "b3", "c1", "c2", "c3[0
 
 // nika run killed with SIGKILL at randomized points of a workflow of exec tasks, then resumed
 // with --resume last: no job journaled as succeeded runs again (its counter stays 1), every
-// other one runs (at least once), the outputs equal an uninterrupted run's, and it exits 0.
+// other one runs (at least once: at-least-once, docs/journal.md), the outputs equal an uninterrupted run's, and it exits 0.
 func TestCrashResumeRunsNothingJournaledTwice(t *testing.T) {
 	fixture, err := filepath.Abs("testdata/durable/counters.nika.yaml")
 	if err != nil {
@@ -126,11 +126,12 @@ func TestCrashResumeRunsNothingJournaledTwice(t *testing.T) {
 			switch {
 			case journaled[j] && n != 1:
 				t.Errorf("kill %d after %s: %s was journaled as succeeded and ran %d times", i, delay, j, n)
-			case n < 1:
-				t.Errorf("kill %d after %s: %s never ran", i, delay, j)
-			case !journaled[j] && n != before[j]+1:
-				t.Errorf("kill %d after %s: %s, not journaled, ran %d times before the resume and %d after", i, delay, j, before[j], n)
+			case n < 1 || n < before[j]:
+				t.Errorf("kill %d after %s: %s ran %d times before the resume and %d after", i, delay, j, before[j], n)
 			}
+			// A job not journaled may have run any number of times by then: at least once (the
+			// resume), plus its run in the killed process, whose child can outlive nika for a
+			// moment (the orphan watcher kills it once it sees nika gone).
 		}
 		t.Logf("kill %d after %s: %d of %d jobs journaled", i, delay, len(journaled), len(counterJobs))
 	}
