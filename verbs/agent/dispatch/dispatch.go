@@ -164,7 +164,8 @@ func (c Config) Effective(n int) int {
 // channel with room for it; a worker not yet scheduled sees the cancelled
 // batch context and skips its tool): a tool that ignores its cancelled
 // context (or its call timeout) finishes detached and its late result is
-// discarded (§6.4, §6.6).
+// discarded (§6.4, §6.6). Such a goroutine may still read its call, so the
+// caller must not modify calls (nor their Args) once Resolve has them.
 //
 // The shape: Resolve's own goroutine (the coordinator) is the only one that
 // writes results or calls Progress. A worker runs one call and sends its
@@ -262,7 +263,7 @@ func (b *batch) start(i int) {
 	s := &b.slots[i]
 	s.start = clock()
 	notifyStarted(b.progress, c)
-	go b.work(i, c)
+	go b.work(i)
 	if b.timeout > 0 {
 		// The timer answers for a tool that ignores its context (§6.4): the
 		// slot gets the timeout result and frees the semaphore slot, and the
@@ -277,11 +278,11 @@ func (b *batch) start(i int) {
 	}
 }
 
-// work is a worker: it runs one call and sends its result, which never
+// work is a worker: it runs calls[i] and sends its result, which never
 // blocks (b.out has room for every send of the batch).
-func (b *batch) work(i int, c Call) {
+func (b *batch) work(i int) {
 	a := answer{i: i}
-	b.run(&a, c)
+	b.run(&a, b.calls[i])
 	a.elapsed = clock() - b.slots[i].start
 	b.out <- a
 }
