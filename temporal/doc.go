@@ -1,0 +1,53 @@
+// Package temporal runs nika workflows on Temporal (issue 16): the planner core as a Temporal
+// workflow (Run, registered as WorkflowName), each job that calls a verb as an activity
+// (Activities.RunJob, JobActivity) whose verbs package engine builds (engine.ActivityVerbs,
+// D51). It is the local driver of planner/driver.go on Temporal's primitives, and the canonical
+// trace it releases is the local run's (timing and run id aside).
+//
+// # The contract
+//
+//   - The workflow input (Input) carries the workflow's text and the run's resolved inputs; the
+//     workflow compiles the text (pure), feeds the core workflow.Now as its clock, and returns
+//     the run's state, report, outputs and canonical lines (Output). The run's state is in the
+//     result, not in the workflow's status: a failed or cancelled nika run completes the
+//     Temporal workflow normally; an invalid workflow text fails it (non-retryable).
+//   - Canonical events: the core releases them in workflow code; the driver keeps their lines in
+//     the workflow's state, returns them in Output.Events and answers QueryEvents (the lines
+//     from an index) while the run goes on, for a submitter's progress. Nothing is written from
+//     workflow code, so a replay never writes an event twice; whoever writes the trace (a
+//     submitter) masks it with the run's secrets as a local run's sinks do.
+//   - Jobs: a job's user code (`with`, verb fields, bindings, recovers, gates, on_finally `when`
+//     and fields, outputs) runs in workflow code, being pure (D15; usercode.go says what differs
+//     from the local driver). An attempt's or an on_finally step's verb runs as one activity with
+//     its fields evaluated (JobInput). nika's retry policy decides alone: activities have
+//     RetryPolicy MaximumAttempts 1, and a verb's failure is the activity's result, not its
+//     error. An activity whose worker is lost (its heartbeat timed out) is dispatched again as
+//     the same attempt, at most maxLost times: at-least-once, as a resumed local run's jobs.
+//   - Timers: the core's back-off and deadline timers are Temporal timers (time skipping in
+//     tests). Activities get StartToCloseTimeout Input.JobTimeout (an on_finally step its own
+//     timeout, whose expiry is NIKA-TIMEOUT-001) and HeartbeatTimeout Input.HeartbeatTimeout;
+//     a running job heartbeats every Activities.Heartbeat.
+//   - Cancellation: cancelling the workflow is the user's cancellation (Core.Cancel); running
+//     attempts' activities are cancelled (and waited for), on_finally steps run under a
+//     disconnected context. There is no second signal that abandons on_finally.
+//   - Human gates: an attempt whose verb returns Outcome.Pause (nika:prompt with no terminal and
+//     no default, D49) waits in the workflow for an Answer signal (SignalAnswer) instead of
+//     ending the run paused; QueryQuestions lists the open questions. The answer, parsed as
+//     `nika run --answer` parses it, is the verb's output and the attempt's bindings run over
+//     it. A cancellation or the task's timeout withdraws the question.
+//   - nika:inspect from an invoke attempt is answered with the view as the job starts (an
+//     activity cannot ask the workflow while it runs); an agent's own nika:inspect has no view.
+//   - Workflow code never ranges over a map to decide an order, starts no goroutine and reads
+//     no clock but workflow.Now: the recorded histories in testdata replay (replay_test.go).
+//
+// # Not yet (issue 16)
+//
+//   - Agent tasks run their whole loop inside one activity (the agent verb, heartbeating), not
+//     the agent core in the workflow with one activity per model request and tool call: the
+//     agent's arming (tools, router, guard, spill) is not exported by verbs/agent. A worker lost
+//     mid-agent therefore runs the agent again from its first turn.
+//   - Batches (D5): each job is its own activity; a batch-capable verb gets its jobs one by one.
+//   - The live stream (D19): nothing but the canonical lines (QueryEvents) is reported.
+//   - The journal (planner.Options.Memory) is not used: the workflow history is the run's
+//     durable record.
+package temporal

@@ -1,0 +1,280 @@
+package temporal
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"go.temporal.io/sdk/temporal"
+	tw "go.temporal.io/sdk/workflow"
+
+	"github.com/nikahq/nika/planner"
+	"github.com/nikahq/nika/spec"
+	"github.com/nikahq/nika/spec/canon"
+	"github.com/nikahq/nika/workflow"
+)
+
+// Query and signal names of a run.
+const (
+	QueryEvents    = "events"    // the canonical lines released so far, from an index (int)
+	QueryQuestions = "questions" // the open questions ([]Question)
+	SignalAnswer   = "answer"    // an Answer
+)
+
+// Defaults of a run's activities (Input's JobTimeout and HeartbeatTimeout when zero).
+const (
+	DefaultJobTimeout       = 24 * time.Hour
+	DefaultHeartbeatTimeout = 30 * time.Second
+)
+
+// maxLost bounds how often one job is dispatched again after its worker was lost (its
+// heartbeat stopped): a worker that dies on the job every time ends it with an internal error.
+const maxLost = 10
+
+// Run is the workflow function (registered as WorkflowName): it compiles the input's workflow and
+// drives the planner core to the run's end, as planner.Run does with goroutines (see doc.go).
+func Run(ctx tw.Context, in Input) (Output, error) {
+	w, err := compile(in)
+	if err != nil {
+		return Output{}, temporal.NewNonRetryableApplicationError(err.Error(), "nika.invalid", nil)
+	}
+	d := newDriver(ctx, w, in)
+	if err := d.register(); err != nil {
+		return Output{}, err
+	}
+	res := d.run()
+	rep, err := canon.Marshal(canon.Finite(res.Report(d.runID, w.Name, in.Seed)))
+	if err != nil {
+		return Output{}, temporal.NewNonRetryableApplicationError("the run report: "+err.Error(), "nika.report", nil)
+	}
+	return Output{State: string(res.State), Report: rep, Outputs: Value{res.Outputs}, Events: d.lines}, nil
+}
+
+// compile checks and compiles the workflow's text and sets its var-named models: a pure
+// function of the input, so every replay compiles the same workflow.
+func compile(in Input) (*workflow.Workflow, error) {
+	a := spec.CheckSource(in.Name, []byte(in.Source), spec.CheckOptions{Model: in.Model, MCPServers: in.MCPServers})
+	if !(spec.FileResult{Findings: a.Findings}).Valid() {
+		var msgs []string
+		for _, f := range a.Findings {
+			msgs = append(msgs, fmt.Sprintf("error[%s] %s: %s", f.Code, f.Path, f.Message))
+		}
+		return nil, fmt.Errorf("%s is not a valid workflow: %s", in.Name, strings.Join(msgs, "; "))
+	}
+	w, err := workflow.Compile(a)
+	if err != nil {
+		return nil, err
+	}
+	if verr := workflow.ResolveModels(w, in.Vars.Map()); verr != nil {
+		return nil, verr
+	}
+	return w, nil
+}
+
+// report is one input for the core: a job's report, the `with` an attempt evaluated
+// (prepared), or a timer that fired.
+type report struct {
+	timer    *planner.Timer
+	id       planner.JobID
+	rep      planner.Report
+	prepared bool
+}
+
+// waiting is an attempt whose verb asked a question (Outcome.Pause): it waits for an Answer.
+type waiting struct {
+	planner.Paused
+	eval *planner.Eval
+	with map[string]any
+	ch   tw.Channel // where answer sends the answer's value
+}
+
+type driver struct {
+	ctx   tw.Context // the run's: Temporal's cancellation of the workflow is the user's
+	loop  tw.Context // the driver loop's, which no cancellation ends
+	in    Input
+	w     *workflow.Workflow
+	core  *planner.Core
+	runID string
+	// queue holds the reports of jobs done in workflow code (user code only), taken before the
+	// inbox, where the jobs that call a verb report from their coroutines.
+	queue   []report
+	inbox   tw.Channel
+	answers tw.ReceiveChannel
+	running map[planner.JobID]tw.CancelFunc
+	// startedAt is when each running attempt started (the threads view of nika:inspect).
+	startedAt map[planner.JobID]time.Time
+	waiting   []waiting
+	lines     []string // the canonical stream, as released
+	swept     bool
+}
+
+func newDriver(ctx tw.Context, w *workflow.Workflow, in Input) *driver {
+	runID := in.RunID
+	if runID == "" {
+		runID = tw.GetInfo(ctx).WorkflowExecution.ID
+	}
+	cfg := planner.Config{RunID: runID, Seed: in.Seed, MaxParallelTasks: in.MaxParallelTasks, RunDir: in.RunDir}
+	inputs := planner.Inputs{Vars: orEmpty(in.Vars.Map()), Env: orEmpty(in.Env.Map()), Secrets: orEmpty(in.Secrets.Map())}
+	loop, _ := tw.NewDisconnectedContext(ctx)
+	return &driver{ctx: ctx, loop: loop, in: in, w: w, core: planner.NewCore(w, inputs, cfg), runID: runID,
+		inbox: tw.NewChannel(loop), answers: tw.GetSignalChannel(ctx, SignalAnswer), running: map[planner.JobID]tw.CancelFunc{}, startedAt: map[planner.JobID]time.Time{}}
+}
+
+func orEmpty(m map[string]any) map[string]any {
+	if m == nil {
+		return map[string]any{}
+	}
+	return m
+}
+
+func (d *driver) register() error {
+	if err := tw.SetQueryHandler(d.ctx, QueryEvents, func(from int) ([]string, error) {
+		from = max(0, min(from, len(d.lines)))
+		return slices.Clone(d.lines[from:]), nil
+	}); err != nil {
+		return err
+	}
+	return tw.SetQueryHandler(d.ctx, QueryQuestions, func() ([]Question, error) { return d.questions(), nil })
+}
+
+func (d *driver) now() time.Time { return tw.Now(d.ctx) }
+
+// run is the local driver's loop (planner/driver.go) on Temporal's primitives: the core's
+// inputs come one at a time from the queue, the inbox, the answers and the cancellation.
+func (d *driver) run() planner.Result {
+	userDone := true // the cancellation is still to be fed
+	var step planner.Step
+	if d.ctx.Err() != nil { // cancelled before it began: nothing starts (LANGUAGE.md §3.4)
+		userDone = false
+		step = d.core.StartCancelled(d.now())
+	} else {
+		step = d.core.Start(d.now())
+	}
+	for {
+		d.carryOut(step)
+		if step.Done && len(d.running) == 0 {
+			break
+		}
+		if step.Done && !d.swept { // fail-fast or timed-out jobs still unwinding
+			d.swept = true
+			for _, id := range sortedJobs(d.running) {
+				d.running[id]()
+			}
+		}
+		if userDone && d.ctx.Err() != nil { // the cancellation comes before a report ready with it
+			userDone = false
+			step = d.cancelled(step)
+			continue
+		}
+		if len(d.queue) > 0 {
+			r := d.queue[0]
+			d.queue = d.queue[1:]
+			step = d.take(r, step)
+			continue
+		}
+		var next func() planner.Step
+		sel := tw.NewSelector(d.loop)
+		sel.AddReceive(d.inbox, func(c tw.ReceiveChannel, _ bool) {
+			var r report
+			c.Receive(d.loop, &r)
+			next = func() planner.Step { return d.take(r, step) }
+		})
+		sel.AddReceive(d.answers, func(c tw.ReceiveChannel, _ bool) {
+			var a Answer
+			c.Receive(d.loop, &a)
+			next = func() planner.Step { return d.answer(a, step) }
+		})
+		if userDone {
+			sel.AddReceive(d.ctx.Done(), func(tw.ReceiveChannel, bool) {
+				userDone = false
+				next = func() planner.Step { return d.cancelled(step) }
+			})
+		}
+		sel.Select(d.loop)
+		step = next()
+	}
+	return d.core.Result()
+}
+
+// cancelled applies the user's cancellation; step is the step last carried out.
+func (d *driver) cancelled(step planner.Step) planner.Step {
+	if step.Done {
+		return planner.Step{Done: true}
+	}
+	return d.core.Cancel(d.now())
+}
+
+// take feeds the core one report; step is the step last carried out.
+func (d *driver) take(r report, step planner.Step) planner.Step {
+	switch {
+	case r.timer != nil:
+		if step.Done {
+			return planner.Step{Done: true}
+		}
+		return d.core.TimerFired(*r.timer, d.now())
+	case r.prepared:
+		if step.Done {
+			return planner.Step{Done: true}
+		}
+		return d.core.Prepared(r.id, r.rep.With, d.now())
+	}
+	if cancel, ok := d.running[r.id]; ok {
+		cancel() // releases the job's context
+		delete(d.running, r.id)
+		delete(d.startedAt, r.id)
+	}
+	if step.Done {
+		return planner.Step{Done: true}
+	}
+	return d.core.Finished(r.id, r.rep, d.now())
+}
+
+// carryOut does what a step says (planner.Step): release events, cancel, start, arm.
+func (d *driver) carryOut(s planner.Step) {
+	for _, e := range s.Events {
+		b, err := e.AppendJSON(nil)
+		if err != nil { // a value with no canonical encoding: the line says so, as a sink would skip it
+			b = fmt.Appendf(nil, `{"kind":"encoding_error","error":%q}`, err.Error())
+		}
+		d.lines = append(d.lines, string(b))
+	}
+	for _, id := range s.Cancel {
+		if cancel, ok := d.running[id]; ok {
+			cancel()
+		}
+		d.unpause(id)
+	}
+	for _, wk := range s.Start {
+		d.start(wk)
+	}
+	for _, t := range s.Timers {
+		d.arm(t)
+	}
+}
+
+// arm starts a Temporal timer for one of the core's; it fires whatever the cancellation (the
+// core decides what a timer means once the run is cancelled).
+func (d *driver) arm(t planner.Timer) {
+	tw.Go(d.loop, func(c tw.Context) {
+		_ = tw.NewTimer(c, t.Delay).Get(c, nil)
+		d.inbox.Send(c, report{timer: &t})
+	})
+}
+
+// sortedJobs lists a job set in a fixed order: workflow code never lets a map's order decide.
+func sortedJobs(m map[planner.JobID]tw.CancelFunc) []planner.JobID {
+	ids := make([]planner.JobID, 0, len(m))
+	for id := range m {
+		ids = append(ids, id)
+	}
+	slices.SortFunc(ids, func(a, b planner.JobID) int { return strings.Compare(a.String(), b.String()) })
+	return ids
+}
+
+// isCancelled reports whether an activity's error is its cancellation.
+func isCancelled(err error) bool {
+	var ce *temporal.CanceledError
+	return errors.As(err, &ce)
+}
