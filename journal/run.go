@@ -76,9 +76,15 @@ func CreateAt(dir string, h Header, w *workflow.Workflow) (*Run, error) {
 	}
 	rec := &Record{Kind: KindRun, RunID: h.RunID, Workflow: h.Workflow, File: h.File, Source: sum(h.Source), Vars: h.Vars,
 		Seed: h.Seed, Model: h.Model, Version: h.Version, Time: stamp(h.Time)}
-	if err := appendRecord(wr, rec); err != nil {
+	b, err := encode(rec)
+	if err != nil {
 		wr.Close()
 		return nil, err
+	}
+	wr.AppendWritten(b) // the header is on file before the run starts: a killed run is always found
+	if err := wr.Err(); err != nil {
+		wr.Close()
+		return nil, fmt.Errorf("the journal %s: %w", wr.Path(), err)
 	}
 	return &Run{w: wr, defs: Definitions(w)}, nil
 }
