@@ -49,6 +49,18 @@ func journaledSuccesses(t *testing.T, dir string) map[string]bool {
 	return ok
 }
 
+// hasJournal reports whether a run under dir has a journal with its header (a process killed
+// while it opened the journal has none, and nothing ran).
+func hasJournal(dir string) bool {
+	paths, _ := filepath.Glob(filepath.Join(dir, ".nika", "runs", "*", "journal.ndjson"))
+	for _, p := range paths {
+		if b, err := os.ReadFile(p); err == nil && bytes.IndexByte(b, '\n') > 0 {
+			return true
+		}
+	}
+	return false
+}
+
 // counterOf is how many times a job of counters.nika.yaml ran.
 func counterOf(t *testing.T, dir, job string) int {
 	name := job
@@ -100,7 +112,7 @@ func TestCrashResumeRunsNothingJournaledTwice(t *testing.T) {
 		timer := time.AfterFunc(delay, func() { cmd.Process.Kill() })
 		err := cmd.Wait()
 		killed := timer.Stop() == false && err != nil
-		if j, _ := filepath.Glob(filepath.Join(dir, ".nika", "runs", "*")); len(j) == 0 {
+		if !hasJournal(dir) {
 			// Killed before its journal existed: nothing ran (the journal is opened before the
 			// first task), and there is nothing to resume.
 			for _, job := range counterJobs {
