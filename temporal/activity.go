@@ -2,7 +2,9 @@ package temporal
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -33,6 +35,12 @@ type Activities struct {
 // the verb emitted. A verb's failure is an outcome, never the activity's error: only a lost
 // worker, a timeout or a cancellation make the activity fail, and the workflow decides what that
 // means (never Temporal's retry, whose policy allows one attempt).
+//
+// The job's Memo (workflow.Job.Memo) is its heartbeat: every step a verb records (the agent: each
+// model response and tool batch) goes out with the next heartbeat, and a job dispatched again
+// after its worker was lost gets the steps its last heartbeat carried (JobInput.Recorded), so an
+// agent goes on after its last recorded turn instead of asking the model again. A Memo also lets
+// nika:prompt ask to wait (tools.Call.CanPause) instead of failing.
 func (a *Activities) RunJob(ctx context.Context, in JobInput) (JobOutcome, error) {
 	job := in.job()
 	var mu sync.Mutex
@@ -50,7 +58,9 @@ func (a *Activities) RunJob(ctx context.Context, in JobInput) (JobOutcome, error
 			return v.Answer.V, nil
 		}
 	}
-	stop := a.heartbeat(ctx)
+	m := &memo{ctx: ctx, recorded: in.Recorded, steps: slices.Clone(in.Recorded)}
+	job.Memo = m
+	stop := m.beat(a.Heartbeat)
 	out := runVerb(ctx, a.Verbs[job.Verb], &job)
 	stop()
 	mu.Lock()
@@ -58,16 +68,43 @@ func (a *Activities) RunJob(ctx context.Context, in JobInput) (JobOutcome, error
 	return JobOutcome{Output: Value{out.Output}, Err: wireError(out.Err), Usage: out.Usage, Pause: out.Pause, Emitted: emitted}, nil
 }
 
-// heartbeat records a heartbeat at once and then every a.Heartbeat until stop is called.
-func (a *Activities) heartbeat(ctx context.Context) (stop func()) {
-	if !activity.IsActivity(ctx) {
+// memo is a job's workflow.Memo: the steps it recorded ride on its heartbeats.
+type memo struct {
+	ctx      context.Context
+	recorded []json.RawMessage // what an earlier dispatch of the job recorded
+	mu       sync.Mutex
+	steps    []json.RawMessage // recorded, and every step since
+}
+
+func (m *memo) Recorded() []json.RawMessage { return m.recorded }
+
+func (m *memo) Record(step json.RawMessage) {
+	m.mu.Lock()
+	m.steps = append(m.steps, slices.Clone(step))
+	m.mu.Unlock()
+	m.heartbeat()
+}
+
+// heartbeat tells Temporal the job lives, with its steps (the SDK throttles what it sends).
+func (m *memo) heartbeat() {
+	if !activity.IsActivity(m.ctx) {
+		return
+	}
+	m.mu.Lock()
+	steps := slices.Clone(m.steps)
+	m.mu.Unlock()
+	activity.RecordHeartbeat(m.ctx, steps)
+}
+
+// beat heartbeats at once and then every `every` (0: 5 s) until stop is called.
+func (m *memo) beat(every time.Duration) (stop func()) {
+	if !activity.IsActivity(m.ctx) {
 		return func() {}
 	}
-	every := a.Heartbeat
 	if every <= 0 {
 		every = 5 * time.Second
 	}
-	activity.RecordHeartbeat(ctx)
+	m.heartbeat()
 	done := make(chan struct{})
 	var wg sync.WaitGroup
 	wg.Add(1)
@@ -79,10 +116,10 @@ func (a *Activities) heartbeat(ctx context.Context) (stop func()) {
 			select {
 			case <-done:
 				return
-			case <-ctx.Done():
+			case <-m.ctx.Done():
 				return
 			case <-t.C:
-				activity.RecordHeartbeat(ctx)
+				m.heartbeat()
 			}
 		}
 	}()

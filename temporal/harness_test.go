@@ -2,11 +2,14 @@ package temporal
 
 import (
 	"context"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
+	"go.temporal.io/sdk/log"
 	"go.temporal.io/sdk/testsuite"
 
 	"github.com/nikahq/nika/engine"
@@ -87,7 +90,7 @@ func (rc runCase) input(t *testing.T, eng *engine.Engine, dir string) Input {
 	if perr != nil {
 		t.Fatal(perr)
 	}
-	return Input{Name: rc.name, Source: rc.src, RunID: "r-test", RunDir: dir,
+	return Input{Name: rc.name, Source: rc.src, RunID: "r-test", RunDir: dir, HeartbeatTimeout: testHeartbeatTimeout,
 		Vars: Value{p.Inputs.Vars}, Env: Value{p.Inputs.Env}, Secrets: Value{p.Inputs.Secrets}}
 }
 
@@ -99,9 +102,8 @@ func (rc runCase) onTemporal(t *testing.T, setup func(*testsuite.TestWorkflowEnv
 	in := rc.input(t, eng, dir)
 	verbs, release := eng.ActivityVerbs()
 	defer release()
-	var suite testsuite.WorkflowTestSuite
-	env := suite.NewTestWorkflowEnvironment()
-	Register(env, &Activities{Verbs: verbs})
+	env := newEnv()
+	Register(env, &Activities{Verbs: verbs, Heartbeat: testHeartbeat})
 	if setup != nil {
 		setup(env)
 	}
@@ -141,3 +143,19 @@ func sameLines(t *testing.T, want, got []string) {
 	}
 	t.Errorf("the Temporal run's canonical trace differs from the local run's:\nlocal:\n%s\ntemporal:\n%s", strings.Join(w, "\n"), strings.Join(g, "\n"))
 }
+
+// newEnv is a test environment that logs only warnings and errors.
+func newEnv() *testsuite.TestWorkflowEnvironment {
+	var suite testsuite.WorkflowTestSuite
+	suite.SetLogger(log.NewStructuredLogger(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))))
+	return suite.NewTestWorkflowEnvironment()
+}
+
+// testHeartbeat is how often the tests' jobs heartbeat: the test environment cancels a running
+// activity's context through its heartbeat, so a cancelled job ends soon after the workflow
+// let go of it (goleak checks that it does).
+const testHeartbeat = 5 * time.Millisecond
+
+// testHeartbeatTimeout is the tests' Input.HeartbeatTimeout: the SDK sends heartbeats at most
+// every 0.8 of it, and a cancelled job learns of its cancellation from the next one sent.
+const testHeartbeatTimeout = 500 * time.Millisecond

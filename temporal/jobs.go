@@ -2,6 +2,7 @@ package temporal
 
 import (
 	"cmp"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -150,7 +151,12 @@ func (d *driver) callVerb(c tw.Context, id planner.JobID, job *workflow.Job, tim
 		if errors.As(err, &te) {
 			switch {
 			case te.TimeoutType() == enumspb.TIMEOUT_TYPE_HEARTBEAT && lost < maxLost:
-				continue // its worker is gone: another one takes it
+				// Its worker is gone: another one takes it, with the steps it recorded.
+				var steps []json.RawMessage
+				if te.HasLastHeartbeatDetails() && te.LastHeartbeatDetails(&steps) == nil && len(steps) > len(in.Recorded) {
+					in.Recorded = steps
+				}
+				continue
 			case te.TimeoutType() == enumspb.TIMEOUT_TYPE_START_TO_CLOSE && timeout > 0:
 				return JobOutcome{Err: wireError(spec.NewError(spec.CodeTimeout, fmt.Sprintf("on_finally step %d of task %q timed out after %s", id.Finally, id.Task, timeout),
 					map[string]any{"timeout": timeout.String()}))}

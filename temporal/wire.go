@@ -93,6 +93,9 @@ type JobInput struct {
 	Workflow  string
 	// Inspect is the answer to the job's nika:inspect call, when it makes one (inspectView).
 	Inspect *InspectView `json:",omitempty"`
+	// Recorded are the steps the job's last dispatch recorded (its Memo) before its worker was
+	// lost; nil on the first.
+	Recorded []json.RawMessage `json:",omitempty"`
 }
 
 // InspectView is one nika:inspect view and its answer.
