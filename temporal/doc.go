@@ -45,7 +45,11 @@
 //   - Agent tasks run their whole loop inside one activity (the agent verb, heartbeating), not
 //     the agent core in the workflow with one activity per model request and tool call: the
 //     agent's arming (tools, router, guard, spill) is not exported by verbs/agent. A worker lost
-//     mid-agent therefore runs the agent again from its first turn.
+//     mid-agent is covered by the job's Memo instead: the steps the agent recorded (each model
+//     response, each tool batch's results) ride on its heartbeats, and the job dispatched again
+//     gets those its last heartbeat carried (JobInput.Recorded), so it goes on after them; what
+//     came after that heartbeat is asked again (the SDK throttles heartbeats to 0.8 of the
+//     heartbeat timeout).
 //   - Batches (D5): each job is its own activity; a batch-capable verb gets its jobs one by one.
 //   - The live stream (D19): nothing but the canonical lines (QueryEvents) is reported.
 //   - The journal (planner.Options.Memory) is not used: the workflow history is the run's
