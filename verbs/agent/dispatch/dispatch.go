@@ -167,11 +167,13 @@ func (c Config) Effective(n int) int {
 // discarded (§6.4, §6.6). Such a goroutine may still read its call, so the
 // caller must not modify calls (nor their Args) once Resolve has them.
 //
-// The shape: Resolve's own goroutine (the coordinator) is the only one that
-// writes results or calls Progress. A worker runs one call and sends its
-// result; the channel is buffered for every send the batch can make, so no
-// worker ever blocks, and a worker still running when Resolve returns has
-// nothing left to write. The semaphore is the number of calls started and not
+// The shape (§6.2): Resolve's own goroutine (the coordinator) is the only one
+// that writes results or calls Progress. A worker runs one call, writes its
+// answer into its call's slot and sends the call's index on a channel
+// buffered for every send the batch can make, so no worker ever blocks. The
+// coordinator reads a slot's answer only once it has received the index, and
+// only for the call's first answer, so a late worker (its call timed out, or
+// Resolve returned early) writes into a slot nobody reads again. The semaphore is the number of calls started and not
 // yet answered: a slot is taken before the goroutine starts and given back
 // only when the coordinator receives the call's result, so it never starts a
 // call while a result that freed a slot is unread: at P = 1 a refusal is
@@ -189,7 +191,7 @@ func Resolve(ctx context.Context, cfg Config, exec Executor, calls []Call, progr
 	if b.timeout > 0 {
 		sends = 2 * n // a call's timer and its late worker both send
 	}
-	b.out = make(chan answer, sends)
+	b.out = make(chan int, sends)
 
 	p := cfg.Effective(n)
 	started, answered, stopped := 0, 0, false
@@ -202,13 +204,13 @@ func Resolve(ctx context.Context, cfg Config, exec Executor, calls []Call, progr
 			started++
 			continue
 		}
-		a, ok := b.receive(ctx)
+		k, ok := b.receive(ctx)
 		if !ok { // ctx cancelled
 			break
 		}
-		if b.accept(a) { // the slot is free again
+		if i, first := b.accept(k); first { // the slot is free again
 			answered++
-			stopped = b.res[a.i].Boundary() // §6.5
+			stopped = b.res[i].Boundary() // §6.5
 		}
 	}
 	if answered < n {
@@ -219,24 +221,26 @@ func Resolve(ctx context.Context, cfg Config, exec Executor, calls []Call, progr
 }
 
 // batch is one Resolve. Workers and call timers read only ctx, exec,
-// timeout, out and their call's slot start; everything else is the
-// coordinator's.
+// timeout, out and calls, and a worker writes only its call's slot answer;
+// everything else is the coordinator's.
 type batch struct {
 	ctx      context.Context // the batch context, cancelled when Resolve returns
 	exec     Executor
 	timeout  time.Duration
-	out      chan answer
+	out      chan int // i: the worker of calls[i] has answered; ^i: its call timer fired
 	calls    []Call
 	res      []Result
 	slots    []slot
 	progress Progress
 }
 
-// slot is the coordinator's record of one call.
+// slot is one call's record: the coordinator's but for answer, which the
+// call's worker writes before it sends the index.
 type slot struct {
 	start    time.Duration // clock() before the call's goroutine starts, never set after
 	timer    *time.Timer   // the call timeout, when there is one
 	answered bool          // its result is in res and its semaphore slot free
+	answer   answer
 }
 
 // epoch and clock time the calls on the monotonic clock alone. time.Now
@@ -246,10 +250,8 @@ var epoch = time.Now()
 
 func clock() time.Duration { return time.Since(epoch) }
 
-// answer is a worker's (or a call timer's) result for calls[i], less the
-// Call, which Resolve has: half the bytes to copy through the channel.
+// answer is a worker's result, less the Call, which Resolve has.
 type answer struct {
-	i          int
 	content    string
 	structured json.RawMessage
 	err        *spec.Error
@@ -266,60 +268,67 @@ func (b *batch) start(i int) {
 	go b.work(i)
 	if b.timeout > 0 {
 		// The timer answers for a tool that ignores its context (§6.4): the
-		// slot gets the timeout result and frees the semaphore slot, and the
+		// call gets the timeout result and frees its semaphore slot, and the
 		// worker's late answer loses in accept.
-		start := s.start
-		s.timer = time.AfterFunc(b.timeout, func() {
-			a := answer{i: i}
-			a.fail(timeoutError(c, b.timeout))
-			a.elapsed = clock() - start
-			b.out <- a
-		})
+		s.timer = time.AfterFunc(b.timeout, func() { b.out <- ^i })
 	}
 }
 
-// work is a worker: it runs calls[i] and sends its result, which never
-// blocks (b.out has room for every send of the batch).
+// work is a worker: it runs calls[i], writes the answer into the call's
+// slot and sends i, which never blocks (b.out has room for every send of
+// the batch).
 func (b *batch) work(i int) {
-	a := answer{i: i}
-	b.run(&a, b.calls[i])
-	a.elapsed = clock() - b.slots[i].start
-	b.out <- a
+	s := &b.slots[i]
+	b.run(&s.answer, b.calls[i])
+	s.answer.elapsed = clock() - s.start
+	b.out <- i
 }
 
-// receive returns the next answer, or false once ctx is done. An answer
-// already queued is taken without a select, the common case when calls are
-// quick.
-func (b *batch) receive(ctx context.Context) (answer, bool) {
+// receive returns the next value sent on b.out, or false once ctx is done.
+// One already queued is taken without a select, the common case when calls
+// are quick.
+func (b *batch) receive(ctx context.Context) (int, bool) {
 	select {
-	case a := <-b.out:
-		return a, true
+	case k := <-b.out:
+		return k, true
 	default:
 	}
 	select {
-	case a := <-b.out:
-		return a, true
+	case k := <-b.out:
+		return k, true
 	case <-ctx.Done():
-		return answer{}, false
+		return 0, false
 	}
 }
 
-// accept records a call's answer unless the call was answered already (a
-// timed-out call's worker loses to its timer), reporting whether it did.
-func (b *batch) accept(a answer) bool {
-	s := &b.slots[a.i]
+// accept takes the answer received as k (see batch.out) into res, unless
+// the call was answered already (a timed-out call's worker loses to its
+// timer), and reports the call's index and whether it did.
+func (b *batch) accept(k int) (i int, first bool) {
+	i = k
+	if k < 0 {
+		i = ^k
+	}
+	s := &b.slots[i]
 	if s.answered {
-		return false
+		return i, false
 	}
 	s.answered = true
-	if s.timer != nil {
-		s.timer.Stop()
+	r := &b.res[i]
+	c := b.calls[i]
+	if k < 0 { // the call timed out
+		*r = errResult(c, timeoutError(c, b.timeout))
+		r.Elapsed = clock() - s.start
+	} else {
+		if s.timer != nil {
+			s.timer.Stop()
+		}
+		a := &s.answer
+		*r = Result{Call: c, Content: a.content, Structured: a.structured, Err: a.err,
+			Elapsed: a.elapsed, Panicked: a.panicked}
 	}
-	r := &b.res[a.i]
-	*r = Result{Call: b.calls[a.i], Content: a.content, Structured: a.structured, Err: a.err,
-		Elapsed: a.elapsed, Panicked: a.panicked}
 	notifyFinished(b.progress, *r)
-	return true
+	return i, true
 }
 
 // abandon ends a batch that stopped early (ctx cancelled, or a refusal):
@@ -329,8 +338,8 @@ func (b *batch) accept(a answer) bool {
 func (b *batch) abandon(started int, why *spec.Error) {
 	for queued := true; queued; {
 		select {
-		case a := <-b.out:
-			b.accept(a)
+		case k := <-b.out:
+			b.accept(k)
 		default:
 			queued = false
 		}
