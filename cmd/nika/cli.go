@@ -34,6 +34,12 @@ Usage:
            [--no-progress] [--quiet] [--yes] [--metrics-addr ADDR [--metrics-linger DUR]] [--pushgateway URL]
            [--metrics-task-label] [--resume RUN [--answer TASK=VALUE]...]
                                             run a workflow; its outputs go to stdout as JSON
+  nika run --temporal HOST:PORT FILE [--namespace N] [--task-queue Q] [--var k=v]... [--model M]
+           [--trace FILE | --no-trace] [--seed N] [--max-parallel-tasks N] [--quiet]
+                                            run a workflow on Temporal; the same outputs, trace and exit code
+  nika worker --temporal HOST:PORT [--namespace N] [--task-queue Q] [--max-parallel-tools N]
+              [--max-processes N] [--max-exec-output BYTES]
+                                            run nika's workflows and jobs for Temporal
   nika check FILE... [--model M] [--json]   check workflows statically; run nothing
   nika graph FILE [--format mermaid|dot|json] [--model M]
                                             print the task graph
@@ -66,7 +72,12 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	cmd, rest := args[0], args[1:]
 	switch cmd {
 	case "run":
+		if hasTemporal(rest) {
+			return cmdRunTemporal(rest, stdout, stderr)
+		}
 		return cmdRun(rest, stdout, stderr)
+	case "worker":
+		return cmdWorker(rest, stdout, stderr)
 	case "serve":
 		return cmdServe(rest, stdout, stderr)
 	case "check":
@@ -151,6 +162,7 @@ var synopses = map[string]string{
 	"schema":  "nika schema",
 	"mcp":     "nika mcp",
 	"lsp":     "nika lsp [--model M]",
+	"worker":  "nika worker --temporal HOST:PORT [--namespace N] [--task-queue Q] [--max-parallel-tools N] [--max-processes N] [--max-exec-output BYTES]",
 	"serve": "nika serve [--addr ADDR] [--auth-token TOKEN] [--permits FILE] [--secret-env NAME]... [--workflows DIR] [--max-runs N] [--queue N] " +
 		"[--max-body BYTES] [--keep-runs N] [--shutdown-timeout DUR] [--trace-dir DIR] [--state-dir DIR] [--model M] [--max-parallel-tasks N] [--max-parallel-tools N] [--max-processes N] [--max-exec-output BYTES] [--metrics-task-label]",
 }

@@ -1,0 +1,269 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"go.temporal.io/sdk/client"
+
+	"github.com/nikahq/nika/engine"
+	"github.com/nikahq/nika/event"
+	"github.com/nikahq/nika/spec"
+	"github.com/nikahq/nika/spec/canon"
+	"github.com/nikahq/nika/temporal"
+	"github.com/nikahq/nika/workflow"
+)
+
+// hasTemporal reports whether `nika run` was given --temporal (then cmdRunTemporal runs it).
+func hasTemporal(args []string) bool {
+	for _, a := range args {
+		if a == "--" {
+			return false
+		}
+		if a == "--temporal" || a == "-temporal" || len(a) > 11 && (a[:11] == "--temporal=" || a[:10] == "-temporal=") {
+			return true
+		}
+	}
+	return false
+}
+
+// progressEvery is how often `nika run --temporal` asks the workflow for its new canonical
+// events while it runs.
+const progressEvery = 250 * time.Millisecond
+
+// cmdRunTemporal is `nika run --temporal HOST:PORT FILE`: it checks and prepares the run here
+// (vars, secrets and provider keys, as a local run), submits it to Temporal as nika's run
+// workflow under its run id, shows the tasks as the workflow's canonical events come, writes the
+// same trace, and prints the same outputs with the same exit code as a local run (0, 1, 130). An
+// interrupt cancels the workflow (its started tasks still run on_finally) and waits for its end.
+func cmdRunTemporal(args []string, stdout, stderr io.Writer) int {
+	fs := newFlagSet("run")
+	var tf temporalFlags
+	tf.add(fs)
+	vars := varFlags{}
+	fs.Var(vars, "var", "set a var: `name=value` (repeatable; the last one wins)")
+	var model, tracePath string
+	var noTrace, quiet bool
+	var seed uint64
+	var maxTasks int
+	fs.StringVar(&model, "model", "", "default model `provider/name` for infer and agent tasks without one")
+	fs.StringVar(&tracePath, "trace", "", "write the canonical event stream (NDJSON) to `FILE` (default .nika/traces/<time>-<run-id>.ndjson)")
+	fs.BoolVar(&noTrace, "no-trace", false, "write no trace file")
+	fs.BoolVar(&quiet, "quiet", false, "print nothing on stderr but errors")
+	fs.Uint64Var(&seed, "seed", 0, "retry jitter seed")
+	fs.IntVar(&maxTasks, "max-parallel-tasks", 0, "run at most `N` tasks at once (0: unbounded)")
+	files, code, ok := parseInterspersed(fs, args, stdout, stderr)
+	if !ok {
+		return code
+	}
+	if len(files) != 1 || tf.hostPort == "" {
+		fmt.Fprint(stderr, "nika run: give exactly one workflow file and --temporal HOST:PORT\n"+usageOf(fs))
+		return exitUsage
+	}
+	file := files[0]
+	if code, ok := checkModelFlag("run", model, stderr); !ok {
+		return code
+	}
+	src, err := os.ReadFile(file)
+	if err != nil {
+		fmt.Fprintf(stderr, "nika run: %v\n", err)
+		return exitUsage
+	}
+	servers := mcpServers(stderr)
+	results, analyses := checkFiles([]string{file}, model, stderr)
+	if !results[0].Valid() || !quiet {
+		spec.WriteText(stderr, results, spec.TextOptions{Snippet: true})
+	}
+	if !results[0].Valid() {
+		return exitUsage
+	}
+	w, err := workflow.Compile(analyses[0])
+	if err != nil {
+		fmt.Fprintf(stderr, "nika run: %v\n", err)
+		return exitUsage
+	}
+	runDir, _ := os.Getwd()
+	eng, err := engine.New(engine.Options{RunDir: runDir, Version: version})
+	if err != nil {
+		fmt.Fprintf(stderr, "nika run: %v\n", err)
+		return exitEnv
+	}
+	p, perr := eng.Prepare(w, vars)
+	if perr != nil {
+		fmt.Fprintf(stderr, "nika run: %v\n", perr)
+		if perr.Stage == engine.StageVars {
+			return exitUsage
+		}
+		return exitEnv
+	}
+	in := temporal.Input{Name: file, Source: string(src), Model: model, MCPServers: servers, RunID: p.ID, Seed: seed,
+		RunDir: runDir, MaxParallelTasks: maxTasks,
+		Vars: temporal.Value{V: p.Inputs.Vars}, Env: temporal.Value{V: p.Inputs.Env}, Secrets: temporal.Value{V: p.Inputs.Secrets}}
+	c, err := tf.dial(nil)
+	if err != nil {
+		fmt.Fprintf(stderr, "nika run: cannot reach Temporal at %s: %v\n", tf.hostPort, err)
+		return exitEnv
+	}
+	defer c.Close()
+	sinks := event.Fanout{}
+	var trace *event.File
+	if !noTrace {
+		if tracePath == "" {
+			tracePath = engine.DefaultTracePath(time.Now(), p.ID)
+			if err := os.MkdirAll(filepath.Dir(tracePath), 0o755); err != nil {
+				fmt.Fprintf(stderr, "nika run: cannot create the trace directory: %v\n", err)
+				return exitEnv
+			}
+		}
+		if trace, err = event.CreateFile(tracePath); err != nil {
+			fmt.Fprintf(stderr, "nika run: cannot write the trace: %v\n", err)
+			return exitEnv
+		}
+		sinks = append(sinks, trace.WithMasker(event.Masker(p.Mask)))
+	}
+	if !quiet {
+		sinks = append(sinks, &logSink{mask: p.Mask, println: func(s string) { fmt.Fprintln(stderr, s) }})
+	}
+	out, interrupted, err := submit(c, tf.queue, in, sinks, stderr)
+	lost := false
+	if trace != nil {
+		if cerr := trace.Close(); cerr != nil {
+			fmt.Fprintf(stderr, "nika run: error: %v\n", cerr)
+			lost = true
+		}
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "nika run: %v\n", err)
+		return exitEnv
+	}
+	return finishTemporal(out, p.Mask, interrupted, lost, stdout, stderr)
+}
+
+// submit starts the workflow and follows it to its end, emitting its canonical events to sinks
+// as they come; the first interrupt cancels it.
+func submit(c client.Client, queue string, in temporal.Input, sinks event.Sink, stderr io.Writer) (temporal.Output, bool, error) {
+	ctx := context.Background()
+	run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: in.RunID, TaskQueue: queue}, temporal.WorkflowName, in)
+	if err != nil {
+		return temporal.Output{}, false, fmt.Errorf("cannot start the run on Temporal: %v", err)
+	}
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
+	defer signal.Stop(sigs)
+	done := make(chan error, 1)
+	var out temporal.Output
+	go func() { done <- run.Get(ctx, &out) }()
+	seen, interrupted := 0, false
+	tick := time.NewTicker(progressEvery)
+	defer tick.Stop()
+	for {
+		select {
+		case err := <-done:
+			if err != nil {
+				return out, interrupted, fmt.Errorf("the run's workflow %s failed: %v", in.RunID, err)
+			}
+			emitLines(out.Events[min(seen, len(out.Events)):], sinks, stderr)
+			return out, interrupted, nil
+		case <-sigs:
+			if !interrupted {
+				interrupted = true
+				fmt.Fprintln(stderr, "nika run: interrupted; cancelling the run on Temporal (its started tasks still run on_finally)")
+				if err := c.CancelWorkflow(ctx, run.GetID(), run.GetRunID()); err != nil {
+					fmt.Fprintf(stderr, "nika run: cannot cancel the run: %v\n", err)
+				}
+			}
+		case <-tick.C:
+			v, err := c.QueryWorkflow(ctx, run.GetID(), run.GetRunID(), temporal.QueryEvents, seen)
+			var lines []string
+			if err == nil && v.Get(&lines) == nil {
+				emitLines(lines, sinks, stderr)
+				seen += len(lines)
+			}
+		}
+	}
+}
+
+// emitLines decodes canonical lines back into events for the sinks (the trace file writes them
+// again, masked and chained, as a local run's).
+func emitLines(lines []string, sinks event.Sink, stderr io.Writer) {
+	for _, l := range lines {
+		e, err := decodeEvent(l)
+		if err != nil {
+			fmt.Fprintf(stderr, "nika run: a canonical event could not be read: %v\n", err)
+			continue
+		}
+		sinks.Emit(e)
+	}
+}
+
+func decodeEvent(line string) (event.Event, error) {
+	var raw struct {
+		Seq       int64           `json:"seq"`
+		TS        string          `json:"ts"`
+		RunID     string          `json:"run_id"`
+		Kind      string          `json:"kind"`
+		Task      string          `json:"task"`
+		Attempt   int             `json:"attempt"`
+		Iteration *int            `json:"iteration"`
+		Fields    json.RawMessage `json:"fields"`
+	}
+	if err := json.Unmarshal([]byte(line), &raw); err != nil {
+		return event.Event{}, err
+	}
+	ts, err := time.Parse(time.RFC3339Nano, raw.TS)
+	if err != nil {
+		return event.Event{}, err
+	}
+	e := event.Event{Seq: raw.Seq, TS: ts, RunID: raw.RunID, Kind: raw.Kind, Task: raw.Task, Attempt: raw.Attempt, Iteration: -1}
+	if raw.Iteration != nil {
+		e.Iteration = *raw.Iteration
+	}
+	if len(raw.Fields) > 0 {
+		v, err := workflow.DecodeValue(string(raw.Fields))
+		if err != nil {
+			return event.Event{}, err
+		}
+		e.Fields, _ = v.(map[string]any)
+	}
+	if e.Fields == nil {
+		return event.Event{}, errors.New("an event without fields")
+	}
+	return e, nil
+}
+
+// finishTemporal prints the outputs and returns the exit code, as a local run's finish does.
+func finishTemporal(out temporal.Output, mask func(string) string, interrupted, lost bool, stdout, stderr io.Writer) int {
+	if interrupted || out.State == "cancelled" {
+		return exitInterrupt
+	}
+	b, err := canon.Marshal(event.MaskValue(out.Outputs.V, event.Masker(mask)))
+	if err != nil {
+		fmt.Fprintf(stderr, "nika run: encoding the outputs: %v\n", err)
+		return exitFailure
+	}
+	if _, err := stdout.Write(append(b, '\n')); err != nil {
+		fmt.Fprintf(stderr, "nika run: error: cannot write the outputs to stdout: %v\n", err)
+		lost = true
+	}
+	var rep struct {
+		Error *struct{ Code, Message string } `json:"error"`
+	}
+	if out.State != "success" && json.Unmarshal(out.Report, &rep) == nil && rep.Error != nil {
+		fmt.Fprintf(stderr, "nika run: error[%s] %s\n", rep.Error.Code, mask(rep.Error.Message))
+	}
+	switch {
+	case lost:
+		return exitEnv
+	case out.State != "success":
+		return exitFailure
+	}
+	return exitOK
+}
