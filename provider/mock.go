@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"strconv"
+	"sync"
+	"sync/atomic"
 
 	"github.com/nikahq/nika/spec/canon"
 )
@@ -19,8 +21,16 @@ const doneTool = "nika:done"
 // Mock is the `mock` provider of LANGUAGE.md §6.3 and D26: offline, free and byte-stable. It serves
 // only mock/echo (any other model is NIKA-INFER-001 model_not_found) and otherwise fails only when the
 // context is cancelled before it answers (reason cancelled). It ignores System (except for usage),
-// Temperature and MaxTokens. A Mock holds no state and is safe for concurrent use.
-type Mock struct{}
+// Temperature and MaxTokens. A Mock is safe for concurrent use; its only state is a cache of the
+// minimal arguments of the tool schemas it has seen (a fan-out of agents offers the same tools
+// thousands of times, and building an instance decodes the schema).
+type Mock struct {
+	args     sync.Map // string(Parameters) → canonical minimal arguments ([]byte, shared read-only)
+	argCount atomic.Int64
+}
+
+// maxMockArgs bounds the cache: a mock that sees more distinct schemas builds the rest each time.
+const maxMockArgs = 1024
 
 // NewMock returns the mock provider.
 func NewMock() *Mock { return &Mock{} }
@@ -81,7 +91,7 @@ func (m *Mock) answer(ctx context.Context, req *Request) (o Outcome) {
 		blocks = []Block{TextBlock(string(reply))}
 		outBytes = len(reply)
 	case len(req.Tools) > 0:
-		call, err := mockCall(req)
+		call, err := m.mockCall(req)
 		if err != nil {
 			return Failed(Failure{Model: req.Model, Reason: ReasonBadRequest, Cause: err,
 				Message: "mock: the tool's minimal arguments have no JSON encoding: " + err.Error()})
@@ -102,10 +112,28 @@ func (m *Mock) answer(ctx context.Context, req *Request) (o Outcome) {
 	}}
 }
 
+// minimalArgs is the canonical JSON of a schema's minimal instance, from the cache when it is
+// there (a fresh copy either way: the caller owns it).
+func (m *Mock) minimalArgs(params json.RawMessage) ([]byte, error) {
+	if b, ok := m.args.Load(string(params)); ok {
+		return bytes.Clone(b.([]byte)), nil
+	}
+	args, err := canon.Marshal(MinimalInstance(params))
+	if err != nil {
+		return nil, err
+	}
+	if m.argCount.Load() < maxMockArgs {
+		if _, loaded := m.args.LoadOrStore(string(params), bytes.Clone(args)); !loaded {
+			m.argCount.Add(1)
+		}
+	}
+	return args, nil
+}
+
 // mockCall is rule 2's tool call.
-func mockCall(req *Request) (Block, error) {
+func (m *Mock) mockCall(req *Request) (Block, error) {
 	cand := req.Tools[0]
-	args, err := canon.Marshal(MinimalInstance(cand.Parameters))
+	args, err := m.minimalArgs(cand.Parameters)
 	if err != nil {
 		return Block{}, err
 	}

@@ -20,6 +20,9 @@ func ToolAllowed(globs []string, name string) bool {
 // GlobMatch matches one tool glob against a name in O(len(p)·len(s)), with
 // no backtracking.
 func GlobMatch(p, s string) bool {
+	if strings.IndexByte(p, '*') < 0 { // a plain name, the common whitelist entry: no tables
+		return p == s
+	}
 	// Tokens: literal bytes, '*' (one segment) and '**' (anything).
 	type tok struct {
 		lit  byte

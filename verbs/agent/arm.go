@@ -154,12 +154,7 @@ func (r *run) buildUniverse(ctx context.Context) *spec.Error {
 	if len(a.Tools) == 0 {
 		return nil
 	}
-	all := catalog.All()
-	bs := make([]*catalog.Builtin, 0, len(all))
-	for _, b := range all {
-		bs = append(bs, b)
-	}
-	sort.SliceStable(bs, func(i, j int) bool { return bs[i].Name < bs[j].Name })
+	bs := catalog.All() // sorted by name
 	var u []provider.ToolDef
 	add := func(d provider.ToolDef) {
 		r.byName[d.Name] = d

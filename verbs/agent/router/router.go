@@ -77,26 +77,30 @@ type Def struct {
 
 // Router routes one run's frozen universe. Build it with New.
 type Router struct {
-	cfg      Config
-	defs     []Def
+	cfg  Config
+	defs []Def
+	// idx is built at the first selection that narrows (a universe of at least MinUniverse):
+	// most agents offer a few tools and never need it, and building it is most of the cost of
+	// arming one (issue 20).
 	idx      *Index
 	lastUsed map[string]int // lookups only; never iterated
 }
 
 // New builds a router over the frozen universe (copied).
 func New(cfg Config, universe []Def) *Router {
-	defs := append([]Def(nil), universe...)
-	docs := make([]string, len(defs))
-	for i, d := range defs {
-		docs[i] = Document(d.Name, d.Description)
+	return &Router{cfg: cfg.normalized(), defs: append([]Def(nil), universe...), lastUsed: make(map[string]int)}
+}
+
+// index is the BM25 index over the universe's documents, built once.
+func (r *Router) index() *Index {
+	if r.idx == nil {
+		docs := make([]string, len(r.defs))
+		for i, d := range r.defs {
+			docs[i] = Document(d.Name, d.Description)
+		}
+		r.idx = NewIndex(docs, r.cfg.K1, r.cfg.B)
 	}
-	cfg = cfg.normalized()
-	return &Router{
-		cfg:      cfg,
-		defs:     defs,
-		idx:      NewIndex(docs, cfg.K1, cfg.B),
-		lastUsed: make(map[string]int),
-	}
+	return r.idx
 }
 
 // Config returns the effective configuration.
@@ -137,7 +141,7 @@ func (r *Router) SelectIndices(turn int, query string) []int {
 	if n < r.cfg.MinUniverse {
 		return all()
 	}
-	hits := r.idx.TopK(query, r.cfg.TopK)
+	hits := r.index().TopK(query, r.cfg.TopK)
 	if len(hits) == 0 {
 		return all() // fail open
 	}
