@@ -9,6 +9,8 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"sort"
+	"strings"
 	"syscall"
 	"time"
 
@@ -28,7 +30,7 @@ func hasTemporal(args []string) bool {
 		if a == "--" {
 			return false
 		}
-		if a == "--temporal" || a == "-temporal" || len(a) > 11 && (a[:11] == "--temporal=" || a[:10] == "-temporal=") {
+		if a == "--temporal" || a == "-temporal" || strings.HasPrefix(a, "--temporal=") || strings.HasPrefix(a, "-temporal=") {
 			return true
 		}
 	}
@@ -144,7 +146,7 @@ func cmdRunTemporal(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "nika run: %v\n", err)
 		return exitEnv
 	}
-	return finishTemporal(out, p.Mask, interrupted, lost, stdout, stderr)
+	return finishTemporal(out, p.Mask, quiet, interrupted, lost, stdout, stderr)
 }
 
 // submit starts the workflow and follows it to its end, emitting its canonical events to sinks
@@ -240,7 +242,7 @@ func decodeEvent(line string) (event.Event, error) {
 }
 
 // finishTemporal prints the outputs and returns the exit code, as a local run's finish does.
-func finishTemporal(out temporal.Output, mask func(string) string, interrupted, lost bool, stdout, stderr io.Writer) int {
+func finishTemporal(out temporal.Output, mask func(string) string, quiet, interrupted, lost bool, stdout, stderr io.Writer) int {
 	if interrupted || out.State == "cancelled" {
 		return exitInterrupt
 	}
@@ -253,11 +255,30 @@ func finishTemporal(out temporal.Output, mask func(string) string, interrupted, 
 		fmt.Fprintf(stderr, "nika run: error: cannot write the outputs to stdout: %v\n", err)
 		lost = true
 	}
+	type codeMessage struct{ Code, Message string }
 	var rep struct {
-		Error *struct{ Code, Message string } `json:"error"`
+		Error *codeMessage `json:"error"`
+		Tasks map[string]struct {
+			Status string       `json:"status"`
+			Error  *codeMessage `json:"error"`
+		} `json:"tasks"`
 	}
-	if out.State != "success" && json.Unmarshal(out.Report, &rep) == nil && rep.Error != nil {
-		fmt.Fprintf(stderr, "nika run: error[%s] %s\n", rep.Error.Code, mask(rep.Error.Message))
+	if out.State != "success" && json.Unmarshal(out.Report, &rep) == nil {
+		if rep.Error != nil { // an error is printed even with --quiet (D20)
+			fmt.Fprintf(stderr, "nika run: error[%s] %s\n", rep.Error.Code, mask(rep.Error.Message))
+		}
+		if quiet { // the per-task lines are off: say which tasks failed the run, and why
+			ids := make([]string, 0, len(rep.Tasks))
+			for id := range rep.Tasks {
+				ids = append(ids, id)
+			}
+			sort.Strings(ids)
+			for _, id := range ids {
+				if tr := rep.Tasks[id]; tr.Status == "failure" && tr.Error != nil {
+					fmt.Fprintf(stderr, "nika run: task %s failed: error[%s] %s\n", id, tr.Error.Code, mask(tr.Error.Message))
+				}
+			}
+		}
 	}
 	switch {
 	case lost:
