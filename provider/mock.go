@@ -191,7 +191,7 @@ func latestIsError(msgs []Message, name string) bool {
 func alreadyCalled(msgs []Message, name string, args []byte) bool {
 	for _, msg := range msgs {
 		for _, b := range msg.Blocks {
-			if b.Type == BlockToolUse && b.Name == name && bytes.Equal(canonicalInput(b.Input), args) {
+			if b.Type == BlockToolUse && b.Name == name && (bytes.Equal(b.Input, args) || bytes.Equal(canonicalInput(b.Input), args)) {
 				return true
 			}
 		}
