@@ -12,8 +12,9 @@
 //     result, not in the workflow's status: a failed or cancelled nika run completes the
 //     Temporal workflow normally; an invalid workflow text fails it (non-retryable).
 //   - Canonical events: the core releases them in workflow code; the driver keeps their lines in
-//     the workflow's state, returns them in Output.Events and answers QueryEvents (the lines
-//     from an index) while the run goes on, for a submitter's progress. Nothing is written from
+//     the workflow's state, returns them in Output.Events (when they fit in one payload) and
+//     answers QueryEvents (the lines from an index, a page of at most 1 MiB) while the run goes
+//     on and after it ended, for a submitter's progress and its trace. Nothing is written from
 //     workflow code, so a replay never writes an event twice; whoever writes the trace (a
 //     submitter) masks it with the run's secrets as a local run's sinks do.
 //   - Jobs: a job's user code (`with`, verb fields, bindings, recovers, gates, on_finally `when`

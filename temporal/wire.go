@@ -168,12 +168,15 @@ type Input struct {
 
 // Output is the run's end: its state, the run report (D22, canonical JSON, unmasked), its
 // outputs, and the canonical event lines the core released (unmasked; the caller masks them
-// with the run's secrets as it writes them, as a local run's sinks do).
+// with the run's secrets as it writes them, as a local run's sinks do). Events holds them all
+// when they are small enough for one payload, else nothing: the caller then reads the
+// EventCount lines through QueryEvents, which a closed workflow still answers.
 type Output struct {
-	State   string
-	Report  json.RawMessage
-	Outputs Value
-	Events  []string
+	State      string
+	Report     json.RawMessage
+	Outputs    Value
+	Events     []string `json:",omitempty"`
+	EventCount int
 }
 
 // Answer is the signal that answers a question a nika:prompt gate waits on: Name is TASK (or

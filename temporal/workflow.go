@@ -18,7 +18,7 @@ import (
 
 // Query and signal names of a run.
 const (
-	QueryEvents    = "events"    // the canonical lines released so far, from an index (int)
+	QueryEvents    = "events"    // the canonical lines released so far from an index (int), a page at a time
 	QueryQuestions = "questions" // the open questions ([]Question)
 	SignalAnswer   = "answer"    // an Answer
 )
@@ -49,7 +49,37 @@ func Run(ctx tw.Context, in Input) (Output, error) {
 	if err != nil {
 		return Output{}, temporal.NewNonRetryableApplicationError("the run report: "+err.Error(), "nika.report", nil)
 	}
-	return Output{State: string(res.State), Report: rep, Outputs: Value{res.Outputs}, Events: d.lines}, nil
+	out := Output{State: string(res.State), Report: rep, Outputs: Value{res.Outputs}, EventCount: len(d.lines)}
+	if size(d.lines) <= resultEventBytes {
+		out.Events = d.lines
+	}
+	return out, nil
+}
+
+// Bounds on the canonical lines one payload carries: Temporal refuses payloads over 2 MiB (and
+// warns from 512 KiB), so a long run's lines are read page by page through QueryEvents.
+var (
+	resultEventBytes = 256 << 10 // bytes of lines the result carries whole, or none (tests lower it)
+	maxQueryBytes    = 1 << 20   // bytes of lines one QueryEvents answer carries at most
+)
+
+func size(lines []string) int {
+	n := 0
+	for _, l := range lines {
+		n += len(l)
+	}
+	return n
+}
+
+// page is the lines from index from on, as many as fit in maxQueryBytes (at least one).
+func page(lines []string, from int) []string {
+	from = max(0, min(from, len(lines)))
+	n, end := 0, from
+	for end < len(lines) && (end == from || n+len(lines[end]) <= maxQueryBytes) {
+		n += len(lines[end])
+		end++
+	}
+	return slices.Clone(lines[from:end])
 }
 
 // compile checks and compiles the workflow's text and sets its var-named models: a pure
@@ -130,10 +160,7 @@ func orEmpty(m map[string]any) map[string]any {
 }
 
 func (d *driver) register() error {
-	if err := tw.SetQueryHandler(d.ctx, QueryEvents, func(from int) ([]string, error) {
-		from = max(0, min(from, len(d.lines)))
-		return slices.Clone(d.lines[from:]), nil
-	}); err != nil {
+	if err := tw.SetQueryHandler(d.ctx, QueryEvents, func(from int) ([]string, error) { return page(d.lines, from), nil }); err != nil {
 		return err
 	}
 	return tw.SetQueryHandler(d.ctx, QueryQuestions, func() ([]Question, error) { return d.questions(), nil })

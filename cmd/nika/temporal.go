@@ -172,7 +172,18 @@ func submit(c client.Client, queue string, in temporal.Input, sinks event.Sink, 
 			if err != nil {
 				return out, interrupted, fmt.Errorf("the run's workflow %s failed: %v", in.RunID, err)
 			}
-			emitLines(out.Events[min(seen, len(out.Events)):], sinks, stderr)
+			if out.Events != nil {
+				emitLines(out.Events[min(seen, len(out.Events)):], sinks, stderr)
+				return out, interrupted, nil
+			}
+			for seen < out.EventCount { // too many for the result: page through the query
+				lines, err := queryEvents(ctx, c, run, seen)
+				if err != nil || len(lines) == 0 {
+					return out, interrupted, fmt.Errorf("the run's events from %d on could not be read: %v", seen, err)
+				}
+				emitLines(lines, sinks, stderr)
+				seen += len(lines)
+			}
 			return out, interrupted, nil
 		case <-sigs:
 			if !interrupted {
@@ -183,14 +194,23 @@ func submit(c client.Client, queue string, in temporal.Input, sinks event.Sink, 
 				}
 			}
 		case <-tick.C:
-			v, err := c.QueryWorkflow(ctx, run.GetID(), run.GetRunID(), temporal.QueryEvents, seen)
-			var lines []string
-			if err == nil && v.Get(&lines) == nil {
+			if lines, err := queryEvents(ctx, c, run, seen); err == nil {
 				emitLines(lines, sinks, stderr)
 				seen += len(lines)
 			}
 		}
 	}
+}
+
+// queryEvents reads one page of the run's canonical lines from index from.
+func queryEvents(ctx context.Context, c client.Client, run client.WorkflowRun, from int) ([]string, error) {
+	v, err := c.QueryWorkflow(ctx, run.GetID(), run.GetRunID(), temporal.QueryEvents, from)
+	if err != nil {
+		return nil, err
+	}
+	var lines []string
+	err = v.Get(&lines)
+	return lines, err
 }
 
 // emitLines decodes canonical lines back into events for the sinks (the trace file writes them
