@@ -173,11 +173,12 @@ func (c Config) Effective(n int) int {
 // buffered for every send the batch can make, so no worker ever blocks. The
 // coordinator reads a slot's answer only once it has received the index, and
 // only for the call's first answer, so a late worker (its call timed out, or
-// Resolve returned early) writes into a slot nobody reads again. The semaphore is the number of calls started and not
-// yet answered: a slot is taken before the goroutine starts and given back
-// only when the coordinator receives the call's result, so it never starts a
-// call while a result that freed a slot is unread: at P = 1 a refusal is
-// always seen before the next call starts (§6.1, §6.5).
+// Resolve returned early) writes into a slot nobody reads again. The
+// semaphore is the number of calls started and not yet answered: a slot is
+// taken before the goroutine starts and given back only when the coordinator
+// receives the call's result, so it never starts a call while a result that
+// freed a slot is unread: at P = 1 a refusal is always seen before the next
+// call starts (§6.1, §6.5).
 func Resolve(ctx context.Context, cfg Config, exec Executor, calls []Call, progress Progress) []Result {
 	n := len(calls)
 	if n == 0 {
