@@ -32,6 +32,7 @@ func (r *run) drive(ctx context.Context) *core.Finish {
 	if r.job.Memo != nil {
 		past.steps = r.job.Memo.Recorded()
 	}
+	var pending *early // the early batch of the turn whose reply just came in
 	st := r.loop.Start()
 	for {
 		r.release(st)
@@ -47,16 +48,26 @@ func (r *run) drive(ctx context.Context) *core.Finish {
 		case st.Request != nil:
 			r.turn = st.Request.Turn
 			reply, replayed := past.reply()
-			if !replayed {
-				reply = r.ask(ctx, st.Request.Request)
+			if !replayed { // a live turn streams; its calls may start early (overlap.go)
+				pending = r.overlap(ctx, st.Request)
+				reply = r.ask(ctx, st.Request.Request, pending)
 			}
 			r.recordReply(reply)
 			st = r.loop.Replied(reply)
+			if pending != nil && st.Batch == nil { // no batch: what started early is void
+				pending.abort()
+				pending = nil
+			}
 		case st.Batch != nil:
+			e := pending
+			pending = nil
 			results, replayed := past.batch(len(st.Batch.Calls))
+			if replayed && e != nil {
+				e.abort()
+			}
 			if !replayed {
 				var cancelled *spec.Error
-				if results, cancelled = r.resolve(ctx, st.Batch); cancelled != nil {
+				if results, cancelled = r.resolve(ctx, st.Batch, e); cancelled != nil {
 					st = r.loop.Cancel(cancelled)
 					continue
 				}
@@ -97,12 +108,26 @@ func (r *run) live(n workflow.LiveNote) {
 	}
 }
 
-// ask sends one request as a batch of one; a failure that is the context's cancellation becomes
-// the cancellation outcome.
-func (r *run) ask(ctx context.Context, req provider.Request) core.Reply {
+// ask sends one request; a failure that is the context's cancellation becomes the cancellation
+// outcome. The reply streams when someone watches the live stream (agent_text shows the text
+// arriving) or e, the turn's early batch, starts its calls as they are announced; otherwise it is
+// asked for as a batch of one.
+func (r *run) ask(ctx context.Context, req provider.Request, e *early) core.Reply {
 	start := time.Now()
-	o := complete(ctx, r.prov, []provider.Request{req})[0]
+	var text *liveText
 	if r.job.Live != nil {
+		text = &liveText{r: r}
+	}
+	var o provider.Outcome
+	if text == nil && e == nil {
+		o = complete(ctx, r.prov, []provider.Request{req})[0]
+	} else {
+		o = stream(ctx, r.prov, req, streamObserver(text, e))
+	}
+	if r.job.Live != nil {
+		if o.Response != nil {
+			text.final(provider.Text(o.Response.Message))
+		}
 		grp, _, _ := provider.SplitModel(req.Model)
 		n := workflow.LiveNote{Kind: event.LiveProviderRequest, Provider: grp, Model: req.Model, Outcome: "ok", Elapsed: time.Since(start)}
 		if o.Err != nil {
@@ -112,16 +137,42 @@ func (r *run) ask(ctx context.Context, req provider.Request) core.Reply {
 			n.InputTokens, n.OutputTokens = o.Response.Usage.InputTokens, o.Response.Usage.OutputTokens
 		}
 		r.live(n)
-		if o.Response != nil {
-			if text := provider.Text(o.Response.Message); text != "" {
-				r.live(workflow.LiveNote{Kind: event.LiveAgentText, Message: cutText(text, event.MaxLiveText)})
-			}
-		}
 	}
 	if o.Err != nil && ctx.Err() != nil && (provider.ReasonOf(o.Err) == provider.ReasonCancelled || o.Err.Code == "") {
 		return core.Reply{Err: fields.Cancelled(ctx, o.Err)}
 	}
 	return core.Reply{Response: o.Response, Err: o.Err}
+}
+
+// streamObserver is what a streamed request tells: text to the live stream, calls to the early
+// batch, and a restart to both (what they heard is void).
+func streamObserver(text *liveText, e *early) *provider.StreamObserver {
+	obs := &provider.StreamObserver{}
+	if text != nil {
+		obs.OnText = text.add
+	}
+	if e != nil {
+		obs.OnToolCall = e.announce
+	}
+	obs.OnRestart = func(int, *spec.Error) {
+		if text != nil {
+			text.restart()
+		}
+		if e != nil {
+			e.reset()
+		}
+	}
+	return obs
+}
+
+// stream calls provider.Stream, holding the provider to its contract: no panic.
+func stream(ctx context.Context, p provider.Provider, req provider.Request, obs *provider.StreamObserver) (out provider.Outcome) {
+	defer func() {
+		if rec := recover(); rec != nil {
+			out = provider.Outcome{Err: spec.NewError("", fmt.Sprintf("the provider panicked: %v", rec), nil)}
+		}
+	}()
+	return provider.Stream(ctx, p, req, obs)
 }
 
 // complete calls the provider, holding it to its contract: one outcome per request, no panic.
@@ -139,9 +190,16 @@ func complete(ctx context.Context, p provider.Provider, reqs []provider.Request)
 }
 
 // resolve is phase 1 (dispatch.Resolve) of a batch, with each call's own events buffered until
-// the fold, and the spill of §4.4 applied to a batch the core will fold. A done ctx returns the
-// cancellation outcome instead.
-func (r *run) resolve(ctx context.Context, b *core.Batch) ([]core.Result, *spec.Error) {
+// the fold, and the spill of §4.4 applied to a batch the core will fold. e, when not nil, is the
+// turn's early batch: its results are the batch's when it announced exactly these calls. A done
+// ctx returns the cancellation outcome instead.
+func (r *run) resolve(ctx context.Context, b *core.Batch, e *early) ([]core.Result, *spec.Error) {
+	if e != nil {
+		r.live(workflow.LiveNote{Kind: event.LiveBatchDispatched, Size: len(b.Calls)})
+		if res, bufs, ok := e.collect(ctx, b); ok {
+			return r.results(ctx, res, bufs)
+		}
+	}
 	calls := make([]dispatch.Call, len(b.Calls))
 	for i, c := range b.Calls {
 		calls[i] = dispatch.Call{Index: i, ID: c.ID, Name: c.Name, Args: c.Args}
@@ -154,8 +212,16 @@ func (r *run) resolve(ctx context.Context, b *core.Batch) ([]core.Result, *spec.
 	exec := func(ctx context.Context, c dispatch.Call) (string, json.RawMessage, error) {
 		return r.execute(ctx, c, b.Turn, bufs[c.Index].emit)
 	}
-	r.live(workflow.LiveNote{Kind: event.LiveBatchDispatched, Size: len(calls)})
+	if e == nil {
+		r.live(workflow.LiveNote{Kind: event.LiveBatchDispatched, Size: len(calls)})
+	}
 	res := dispatch.Resolve(ctx, cfg, dispatch.ExecutorFunc(exec), calls, liveProgress{r})
+	return r.results(ctx, res, bufs)
+}
+
+// results turns a resolved batch into the core's results: each call's buffered events, and the
+// spill of a batch the core will fold. A done ctx returns the cancellation outcome instead.
+func (r *run) results(ctx context.Context, res []dispatch.Result, bufs []*emitBuf) ([]core.Result, *spec.Error) {
 	out := make([]core.Result, len(res))
 	for i, b := range bufs {
 		out[i] = core.Result{Content: res[i].Content, Err: res[i].Err, Events: b.close()}

@@ -38,12 +38,14 @@ func TestWhitelistViolationOnSecondCallDispatchesNone(t *testing.T) {
 }
 
 // §13.2: control character, padding and a 257-byte name each fail NIKA-SEC-002 with zero dispatch
-// (an allowed sibling before the offender included); details.tool is redacted.
+// (an allowed sibling before the offender included); details.tool is redacted. The reply comes
+// whole (plainOnly): under tools "**" a streamed turn starts calls early, and an unclean name
+// later in it halts and cancels them instead (TestOverlapUncleanNameHaltsEarlyBatch).
 func TestUncleanNameFailsWithZeroDispatch(t *testing.T) {
 	long := "nika:" + strings.Repeat("h", 252)
 	for _, bad := range []string{"nika:ha\x07sh", " nika:hash", "nika:hash ", long} {
 		p := providertest.NewScripted(providertest.ToolCalls("", hashCall("a", "1"), providertest.Call{ID: "x", Name: bad, Input: `{}`}))
-		v, job, ev := setup(t, p, map[string]any{"prompt": "p", "tools": []any{"**"}}, 8)
+		v, job, ev := setup(t, plainOnly{p}, map[string]any{"prompt": "p", "tools": []any{"**"}}, 8)
 		var execs atomic.Int32
 		v.exec = func(context.Context, dispatch.Call) (string, json.RawMessage, error) {
 			execs.Add(1)
