@@ -31,6 +31,11 @@ type progress struct {
 	// latest is the call reported most recently, the one the status line shows.
 	calls  map[callKey]string
 	latest callKey
+	// writing holds, per agent job whose model is writing a turn, the tail of the text it has
+	// written so far (agent_text while the reply streams), until the reply is in
+	// (provider_request); lastWriter is the job that wrote most recently, the one the line shows.
+	writing    map[writerKey]string
+	lastWriter writerKey
 	// providers holds the latest provider_state of each provider (its limiter's snapshot).
 	providers map[string]event.Live
 	done      int
@@ -44,7 +49,34 @@ type progress struct {
 
 func newProgress(w io.Writer, now func() time.Time) *progress {
 	return &progress{w: w, now: now, start: now(), running: map[string]int{}, calls: map[callKey]string{},
-		providers: map[string]event.Live{}}
+		writing: map[writerKey]string{}, providers: map[string]event.Live{}}
+}
+
+// writerKey names one agent job of the run (a turn's text belongs to it until the reply is in).
+type writerKey struct {
+	task           string
+	iteration, try int
+}
+
+func writerOf(l event.Live) writerKey {
+	return writerKey{task: l.Task, iteration: l.Iteration, try: l.Attempt}
+}
+
+// writingText is the status-line form of a turn being written: the task and the last 40
+// characters of the model's text so far, control characters and runs of white space made one
+// space (the model's text is untrusted).
+func writingText(task, text string) string {
+	r := []rune(strings.Join(strings.Fields(strings.Map(func(r rune) rune {
+		if unicode.IsControl(r) || r == 0x1b {
+			return ' '
+		}
+		return r
+	}, text)), " "))
+	s := string(r)
+	if len(r) > 40 {
+		s = "…" + string(r[len(r)-39:])
+	}
+	return fmt.Sprintf("%s writing %q", task, s)
 }
 
 // callKey names one tool call of the run.
@@ -99,6 +131,14 @@ func (p *progress) Observe(l event.Live) {
 	case event.LiveToolCallProgress:
 		p.latest = keyOf(l)
 		p.calls[p.latest] = progressText(l)
+	case event.LiveAgentText: // the text so far of a turn still being written (issue 17)
+		p.lastWriter = writerOf(l)
+		p.writing[p.lastWriter] = writingText(l.Task, l.Message)
+	case event.LiveProviderRequest: // the reply is in: that job is no longer writing
+		if _, ok := p.writing[writerOf(l)]; !ok {
+			return // nothing on the line changes
+		}
+		delete(p.writing, writerOf(l))
 	case event.LiveProviderState:
 		p.providers[l.Provider] = l
 	default:
@@ -159,6 +199,9 @@ func (p *progress) draw() {
 		fmt.Fprintf(p.w, " · %d tools in flight", p.tools)
 	}
 	if txt, ok := p.calls[p.latest]; ok {
+		fmt.Fprintf(p.w, " · %s", txt)
+	}
+	if txt, ok := p.writing[p.lastWriter]; ok {
 		fmt.Fprintf(p.w, " · %s", txt)
 	}
 	for _, name := range slices.Sorted(maps.Keys(p.providers)) {
