@@ -28,6 +28,8 @@ type runCase struct {
 	dir   string                         // the run directory; "": a temporary one
 	verbs func() map[string]planner.Verb // nil: the engine's own
 	env   map[string]string
+	// heartbeat is the run's Input.HeartbeatTimeout; 0: testHeartbeatTimeout.
+	heartbeat time.Duration
 }
 
 func (rc runCase) engine(t *testing.T, dir string) *engine.Engine {
@@ -90,7 +92,11 @@ func (rc runCase) input(t *testing.T, eng *engine.Engine, dir string) Input {
 	if perr != nil {
 		t.Fatal(perr)
 	}
-	return Input{Name: rc.name, Source: rc.src, RunID: "r-test", RunDir: dir, HeartbeatTimeout: testHeartbeatTimeout,
+	hb := rc.heartbeat
+	if hb == 0 {
+		hb = testHeartbeatTimeout
+	}
+	return Input{Name: rc.name, Source: rc.src, RunID: "r-test", RunDir: dir, HeartbeatTimeout: hb,
 		Vars: Value{p.Inputs.Vars}, Env: Value{p.Inputs.Env}, Secrets: Value{p.Inputs.Secrets}}
 }
 

@@ -46,8 +46,8 @@ func (d *driver) done(id planner.JobID, rep planner.Report) {
 }
 
 // attempt runs an attempt: its `with` and fields, then its verb (an activity) under the run's
-// context, then its bindings. A verb that asks a question waits for its answer (D49), which
-// then is the verb's output.
+// context, then its bindings (settle). A verb that asks a question waits for its answer (D49),
+// which then is the verb's output.
 func (d *driver) attempt(wk planner.Work) {
 	id, e, job := wk.ID, wk.Eval, wk.Job
 	with, err := prepare(e, &job)
@@ -59,19 +59,10 @@ func (d *driver) attempt(wk planner.Work) {
 		d.queue = append(d.queue, report{id: id, rep: planner.Report{With: with}, prepared: true})
 	}
 	jctx, cancel := tw.WithCancel(d.ctx)
-	d.running[id] = cancel
 	d.startedAt[id] = d.now()
-	view := d.inspectView(&job)
-	tw.Go(jctx, func(c tw.Context) {
-		out := d.callVerb(c, id, &job, 0, view)
-		rep := planner.Report{Outcome: out.outcome(), Emitted: emitted(out.Emitted), With: with}
-		if q := rep.Outcome.Pause; q != nil && c.Err() == nil {
-			rep = d.await(c, planner.Paused{Task: id.Task, Iteration: id.Iteration, Attempt: id.Attempt, Question: *q}, e, with)
-		} else {
-			bind(e, &rep)
-		}
-		d.inbox.Send(c, report{id: id, rep: rep})
-	})
+	j := &call{id: id, eval: e, with: with, ctx: jctx, cancel: cancel, in: jobInput(d.runID, id, &job)}
+	j.in.Inspect = d.inspectView(&job)
+	d.dispatch(j)
 }
 
 // finally runs an on_finally step under a context the user's cancellation does not end, bounded
@@ -89,16 +80,19 @@ func (d *driver) finally(wk planner.Work) {
 	}
 	free, _ := tw.NewDisconnectedContext(d.ctx)
 	jctx, cancel := tw.WithCancel(free)
-	d.running[id] = cancel
-	tw.Go(jctx, func(c tw.Context) {
-		out := d.callVerb(c, id, &job, wk.Timeout, nil)
-		rep := planner.Report{Outcome: out.outcome(), Emitted: emitted(out.Emitted)}
-		if q := rep.Outcome.Pause; q != nil { // only an attempt pauses (planner/memory.go)
-			rep.Outcome = workflow.Failed(spec.NewError(spec.CodeBuiltinPrompt, "an on_finally step cannot wait for an answer: "+q.Error()+"; give the prompt a `default`",
-				map[string]any{"mode": q.Mode, "message": q.Message}))
-		}
-		d.inbox.Send(c, report{id: id, rep: rep})
-	})
+	d.dispatch(&call{id: id, eval: e, ctx: jctx, cancel: cancel, timeout: wk.Timeout, in: jobInput(d.runID, id, &job)})
+}
+
+// call is a job whose verb runs as an activity, from its dispatch to its report.
+type call struct {
+	id      planner.JobID
+	eval    *planner.Eval
+	with    map[string]any // an attempt's evaluated `with`
+	ctx     tw.Context     // the job's: cancelling it cancels the activity
+	cancel  tw.CancelFunc
+	timeout time.Duration // an on_finally step's own bound; 0: none
+	in      JobInput
+	lost    int // dispatches whose worker was lost
 }
 
 func emitted(es []Emitted) []planner.Emitted {
@@ -112,85 +106,95 @@ func emitted(es []Emitted) []planner.Emitted {
 	return out
 }
 
-// callVerb runs a job's verb as an activity and returns its outcome. Temporal never retries
-// it (MaximumAttempts 1): a failed verb is an outcome, and nika's retry policy decides. An
-// activity whose worker was lost (its heartbeat timed out) is dispatched again, as the same
-// attempt: the work was not done, or not recorded (at-least-once, as a resumed local run's).
-// timeout, when set, bounds the job (an on_finally step's): its expiry is NIKA-TIMEOUT-001.
-func (d *driver) callVerb(c tw.Context, id planner.JobID, job *workflow.Job, timeout time.Duration, view *InspectView) JobOutcome {
+// dispatch runs a job's verb as an activity; settle takes its end. Temporal never retries it
+// (MaximumAttempts 1): a failed verb is an outcome, and nika's retry policy decides.
+// WaitForCancellation: a cancelled job ends before the run does, as a local job's goroutine.
+func (d *driver) dispatch(j *call) {
+	d.running[j.id] = j.cancel
 	bound := d.in.JobTimeout
 	if bound <= 0 {
 		bound = DefaultJobTimeout
 	}
-	if timeout > 0 {
-		bound = timeout
+	if j.timeout > 0 {
+		bound = j.timeout
 	}
 	hb := d.in.HeartbeatTimeout
 	if hb <= 0 {
 		hb = DefaultHeartbeatTimeout
 	}
-	actx := tw.WithActivityOptions(c, tw.ActivityOptions{
+	actx := tw.WithActivityOptions(j.ctx, tw.ActivityOptions{
 		StartToCloseTimeout: bound,
 		HeartbeatTimeout:    hb,
-		WaitForCancellation: true, // a cancelled job ends before the run does, as a local job's goroutine
+		WaitForCancellation: true,
 		RetryPolicy:         &temporal.RetryPolicy{MaximumAttempts: 1},
-		Summary:             id.String(),
+		Summary:             j.id.String(),
 	})
-	in := jobInput(d.runID, id, job)
-	in.Inspect = view
-	for lost := 0; ; lost++ {
-		var out JobOutcome
-		err := tw.ExecuteActivity(actx, JobActivity, in).Get(actx, &out)
-		if err == nil {
-			return out
-		}
-		if c.Err() != nil || isCancelled(err) {
-			return JobOutcome{Err: wireError(spec.NewError(spec.CodeCancel, "the job was cancelled", nil))}
-		}
-		var te *temporal.TimeoutError
-		if errors.As(err, &te) {
-			switch {
-			case te.TimeoutType() == enumspb.TIMEOUT_TYPE_HEARTBEAT && lost < maxLost:
-				// Its worker is gone: another one takes it, with the steps it recorded.
-				var steps []json.RawMessage
-				if te.HasLastHeartbeatDetails() && te.LastHeartbeatDetails(&steps) == nil && len(steps) > len(in.Recorded) {
-					in.Recorded = steps
-				}
-				continue
-			case te.TimeoutType() == enumspb.TIMEOUT_TYPE_START_TO_CLOSE && timeout > 0:
-				return JobOutcome{Err: wireError(spec.NewError(spec.CodeTimeout, fmt.Sprintf("on_finally step %d of task %q timed out after %s", id.Finally, id.Task, timeout),
-					map[string]any{"timeout": timeout.String()}))}
-			}
-		}
-		return JobOutcome{Err: &Error{Category: "internal_error", Message: "the job's activity failed: " + err.Error(), Details: Value{map[string]any{}}}}
-	}
+	d.await(ended{job: j, f: tw.ExecuteActivity(actx, JobActivity, j.in)})
 }
 
-// await keeps an attempt that asked a question waiting until an Answer for it comes (the
-// answer is its verb's output, its bindings then run) or the core ends it (a cancellation,
-// its task's timeout: the report is then stale).
-func (d *driver) await(c tw.Context, p planner.Paused, e *planner.Eval, with map[string]any) planner.Report {
-	ch := tw.NewChannel(c)
-	d.waiting = append(d.waiting, waiting{Paused: p, eval: e, with: with, ch: ch})
-	sel := tw.NewSelector(c)
-	var rep planner.Report
-	sel.AddReceive(ch, func(r tw.ReceiveChannel, _ bool) {
-		var v Value
-		r.Receive(c, &v)
-		rep = planner.Report{Outcome: workflow.Outcome{Output: v.V}, With: with}
-		bind(e, &rep)
-	})
-	sel.AddReceive(c.Done(), func(tw.ReceiveChannel, bool) {
-		rep = planner.Report{Outcome: workflow.Failed(spec.NewError(spec.CodeCancel, "the question was withdrawn", nil)), With: with}
-	})
-	sel.Select(c)
-	return rep
+// settle takes the end of a job's activity: its report (bindings run over an attempt's output),
+// a question to wait on, or, when its worker was lost (its heartbeat timed out), the same
+// attempt dispatched again with the steps it recorded (at-least-once, as a resumed local run's
+// jobs), at most maxLost times.
+func (d *driver) settle(j *call, f tw.Future) {
+	var out JobOutcome
+	if err := f.Get(d.loop, &out); err != nil {
+		var again bool
+		if out, again = d.failed(j, err); again {
+			d.dispatch(j)
+			return
+		}
+	}
+	rep := planner.Report{Outcome: out.outcome(), Emitted: emitted(out.Emitted), With: j.with}
+	if j.id.Kind == planner.JobFinally {
+		rep.With = nil
+		if q := rep.Outcome.Pause; q != nil { // only an attempt pauses (planner/memory.go)
+			rep.Outcome = workflow.Failed(spec.NewError(spec.CodeBuiltinPrompt, "an on_finally step cannot wait for an answer: "+q.Error()+"; give the prompt a `default`",
+				map[string]any{"mode": q.Mode, "message": q.Message}))
+		}
+		d.queue = append(d.queue, report{id: j.id, rep: rep})
+		return
+	}
+	if q := rep.Outcome.Pause; q != nil && j.ctx.Err() == nil {
+		// It waits for an answer, out of the running jobs; the core still sees it running.
+		j.cancel()
+		delete(d.running, j.id)
+		delete(d.startedAt, j.id)
+		d.waiting = append(d.waiting, waiting{Paused: planner.Paused{Task: j.id.Task, Iteration: j.id.Iteration, Attempt: j.id.Attempt, Question: *q}, id: j.id, eval: j.eval, with: j.with})
+		return
+	}
+	bind(j.eval, &rep)
+	d.queue = append(d.queue, report{id: j.id, rep: rep})
+}
+
+// failed maps an activity's error to the job's outcome, or says to dispatch it again.
+func (d *driver) failed(j *call, err error) (JobOutcome, bool) {
+	if j.ctx.Err() != nil || isCancelled(err) {
+		return JobOutcome{Err: wireError(spec.NewError(spec.CodeCancel, "the job was cancelled", nil))}, false
+	}
+	var te *temporal.TimeoutError
+	if errors.As(err, &te) {
+		switch {
+		case te.TimeoutType() == enumspb.TIMEOUT_TYPE_HEARTBEAT && j.lost < maxLost:
+			j.lost++
+			var steps []json.RawMessage
+			if te.HasLastHeartbeatDetails() && te.LastHeartbeatDetails(&steps) == nil && len(steps) > len(j.in.Recorded) {
+				j.in.Recorded = steps
+			}
+			return JobOutcome{}, true
+		case te.TimeoutType() == enumspb.TIMEOUT_TYPE_START_TO_CLOSE && j.timeout > 0:
+			return JobOutcome{Err: wireError(spec.NewError(spec.CodeTimeout, fmt.Sprintf("on_finally step %d of task %q timed out after %s", j.id.Finally, j.id.Task, j.timeout),
+				map[string]any{"timeout": j.timeout.String()}))}, false
+		}
+	}
+	return JobOutcome{Err: &Error{Category: "internal_error", Message: "the job's activity failed: " + err.Error(), Details: Value{map[string]any{}}}}, false
 }
 
 // answer takes an Answer signal: it answers every open question it names (TASK[i] one
-// iteration's, TASK every one of the task's), parsed as `nika run --answer` parses it; an
-// answer that names no open question, or that is no answer to it, is logged and dropped.
-func (d *driver) answer(a Answer, step planner.Step) planner.Step {
+// iteration's, TASK every one of the task's), parsed as `nika run --answer` parses it, as the
+// verb's output, over which the attempt's bindings run; an answer that names no open question,
+// or that is no answer to it, is logged and dropped.
+func (d *driver) answer(a Answer) {
 	log := tw.GetLogger(d.ctx)
 	matched := false
 	for i := 0; i < len(d.waiting); {
@@ -208,21 +212,22 @@ func (d *driver) answer(a Answer, step planner.Step) planner.Step {
 			continue
 		}
 		d.waiting = append(d.waiting[:i], d.waiting[i+1:]...)
-		wt.ch.SendAsync(Value{v})
+		rep := planner.Report{Outcome: workflow.Outcome{Output: v}, With: wt.with}
+		bind(wt.eval, &rep)
+		d.queue = append(d.queue, report{id: wt.id, rep: rep})
 	}
 	if !matched {
 		log.Warn("nika: an answer names no open question", "name", a.Name)
 	}
-	return planner.Step{Done: step.Done}
 }
 
-// unpause forgets a waiting attempt the core ended; its coroutine sees its context end.
+// unpause forgets a waiting attempt the core ended (a cancellation, its task's timeout).
 func (d *driver) unpause(id planner.JobID) {
 	if id.Kind != planner.JobAttempt {
 		return
 	}
 	for i, wt := range d.waiting {
-		if wt.Task == id.Task && wt.Iteration == id.Iteration && wt.Attempt == id.Attempt {
+		if wt.id == id {
 			d.waiting = append(d.waiting[:i], d.waiting[i+1:]...)
 			return
 		}

@@ -115,9 +115,9 @@ type report struct {
 // waiting is an attempt whose verb asked a question (Outcome.Pause): it waits for an Answer.
 type waiting struct {
 	planner.Paused
+	id   planner.JobID
 	eval *planner.Eval
 	with map[string]any
-	ch   tw.Channel // where answer sends the answer's value
 }
 
 type driver struct {
@@ -127,11 +127,15 @@ type driver struct {
 	w     *workflow.Workflow
 	core  *planner.Core
 	runID string
-	// queue holds the reports of jobs done in workflow code (user code only), taken before the
-	// inbox, where the jobs that call a verb report from their coroutines.
-	queue   []report
-	inbox   tw.Channel
-	answers tw.ReceiveChannel
+	// queue holds the core's next inputs, in the order they came: the reports of jobs done in
+	// workflow code (user code only), and what the selector's callbacks found (a job's activity
+	// ended, a timer fired, an answer came).
+	queue []report
+	// sel is the loop's selector: the futures that ended (waiter.go), the answers, the
+	// cancellation.
+	sel     tw.Selector
+	ended   tw.Channel
+	open    *shard // the shard new futures go to until the loop yields (waiter.go)
 	running map[planner.JobID]tw.CancelFunc
 	// startedAt is when each running attempt started (the threads view of nika:inspect).
 	startedAt map[planner.JobID]time.Time
@@ -148,8 +152,31 @@ func newDriver(ctx tw.Context, w *workflow.Workflow, in Input) *driver {
 	cfg := planner.Config{RunID: runID, Seed: in.Seed, MaxParallelTasks: in.MaxParallelTasks, RunDir: in.RunDir}
 	inputs := planner.Inputs{Vars: orEmpty(in.Vars.Map()), Env: orEmpty(in.Env.Map()), Secrets: orEmpty(in.Secrets.Map())}
 	loop, _ := tw.NewDisconnectedContext(ctx)
-	return &driver{ctx: ctx, loop: loop, in: in, w: w, core: planner.NewCore(w, inputs, cfg), runID: runID,
-		inbox: tw.NewChannel(loop), answers: tw.GetSignalChannel(ctx, SignalAnswer), running: map[planner.JobID]tw.CancelFunc{}, startedAt: map[planner.JobID]time.Time{}}
+	d := &driver{ctx: ctx, loop: loop, in: in, w: w, core: planner.NewCore(w, inputs, cfg), runID: runID,
+		sel: tw.NewSelector(loop), ended: tw.NewChannel(loop), running: map[planner.JobID]tw.CancelFunc{}, startedAt: map[planner.JobID]time.Time{}}
+	d.sel.AddReceive(d.ended, func(c tw.ReceiveChannel, _ bool) {
+		var e ended
+		c.Receive(loop, &e)
+		if e.timer != nil {
+			d.queue = append(d.queue, report{timer: e.timer})
+			return
+		}
+		d.settle(e.job, e.f)
+	})
+	d.sel.AddReceive(tw.GetSignalChannel(ctx, SignalAnswer), func(c tw.ReceiveChannel, _ bool) {
+		var a Answer
+		c.Receive(loop, &a)
+		d.answer(a)
+	})
+	// The cancellation wakes the loop through a channel that gets one value: the closed Done
+	// channel itself would be ready at every Select of the one selector.
+	cancelled := tw.NewChannel(loop)
+	tw.Go(loop, func(c tw.Context) {
+		ctx.Done().Receive(c, nil)
+		cancelled.Send(c, true)
+	})
+	d.sel.AddReceive(cancelled, func(c tw.ReceiveChannel, _ bool) { c.Receive(loop, nil) })
+	return d
 }
 
 func orEmpty(m map[string]any) map[string]any {
@@ -169,7 +196,8 @@ func (d *driver) register() error {
 func (d *driver) now() time.Time { return tw.Now(d.ctx) }
 
 // run is the local driver's loop (planner/driver.go) on Temporal's primitives: the core's
-// inputs come one at a time from the queue, the inbox, the answers and the cancellation.
+// inputs come one at a time from the queue, which the selector's callbacks fill, and the
+// cancellation comes first.
 func (d *driver) run() planner.Result {
 	userDone := true // the cancellation is still to be fed
 	var step planner.Step
@@ -201,26 +229,9 @@ func (d *driver) run() planner.Result {
 			step = d.take(r, step)
 			continue
 		}
-		var next func() planner.Step
-		sel := tw.NewSelector(d.loop)
-		sel.AddReceive(d.inbox, func(c tw.ReceiveChannel, _ bool) {
-			var r report
-			c.Receive(d.loop, &r)
-			next = func() planner.Step { return d.take(r, step) }
-		})
-		sel.AddReceive(d.answers, func(c tw.ReceiveChannel, _ bool) {
-			var a Answer
-			c.Receive(d.loop, &a)
-			next = func() planner.Step { return d.answer(a, step) }
-		})
-		if userDone {
-			sel.AddReceive(d.ctx.Done(), func(tw.ReceiveChannel, bool) {
-				userDone = false
-				next = func() planner.Step { return d.cancelled(step) }
-			})
-		}
-		sel.Select(d.loop)
-		step = next()
+		d.open = nil         // the shards of this step are sealed: their coroutines run now
+		d.sel.Select(d.loop) // one callback: it queues an input, or wakes the loop
+		step = planner.Step{Done: step.Done}
 	}
 	return d.core.Result()
 }
@@ -284,10 +295,7 @@ func (d *driver) carryOut(s planner.Step) {
 // arm starts a Temporal timer for one of the core's; it fires whatever the cancellation (the
 // core decides what a timer means once the run is cancelled).
 func (d *driver) arm(t planner.Timer) {
-	tw.Go(d.loop, func(c tw.Context) {
-		_ = tw.NewTimer(c, t.Delay).Get(c, nil)
-		d.inbox.Send(c, report{timer: &t})
-	})
+	d.await(ended{f: tw.NewTimer(d.loop, t.Delay), timer: &t})
 }
 
 // sortedJobs lists a job set in a fixed order: workflow code never lets a map's order decide.

@@ -5,6 +5,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"time"
 
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/log"
@@ -80,7 +81,10 @@ func cmdWorker(args []string, stdout, stderr io.Writer) int {
 		return exitEnv
 	}
 	defer c.Close()
-	w := worker.New(c, tf.queue, worker.Options{})
+	// A wide for_each's first step evaluates every iteration's user code and schedules every job
+	// in one workflow task, which takes more than the SDK's default second of deadlock detection
+	// on a busy machine: it is a long task, not a deadlock.
+	w := worker.New(c, tf.queue, worker.Options{DeadlockDetectionTimeout: 5 * time.Second})
 	temporal.Register(w, &temporal.Activities{Verbs: verbs})
 	fmt.Fprintf(stderr, "nika worker: serving task queue %q of namespace %q at %s\n", tf.queue, tf.namespace, tf.hostPort)
 	if err := w.Run(worker.InterruptCh()); err != nil {
