@@ -39,7 +39,13 @@
 //   - nika:inspect from an invoke attempt is answered with the view as the job starts (an
 //     activity cannot ask the workflow while it runs); an agent's own nika:inspect has no view.
 //   - Workflow code never ranges over a map to decide an order, starts no goroutine and reads
-//     no clock but workflow.Now: the recorded histories in testdata replay (replay_test.go).
+//     no clock but workflow.Now: the recorded histories in testdata replay (replay_test.go). A
+//     change that makes them fail breaks the runs in flight: it goes behind workflow.GetVersion,
+//     or under a new WorkflowName, and its histories are recorded again (-update).
+//   - Scale: a step's futures are waited on in shards (waiter.go), not by a coroutine each, so a
+//     wide for_each costs about linear time in workflow code (10,000 iterations in 11 s on the
+//     SDK's test environment). Its first step still evaluates every iteration's user code and
+//     schedules every job in one workflow task; `nika worker` allows it 5 s.
 //
 // # Not yet (issue 16)
 //
