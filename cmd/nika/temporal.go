@@ -164,6 +164,7 @@ func submit(c client.Client, queue string, in temporal.Input, sinks event.Sink, 
 	var out temporal.Output
 	go func() { done <- run.Get(ctx, &out) }()
 	seen, interrupted := 0, false
+	asked := map[string]bool{} // the questions shown already
 	tick := time.NewTicker(progressEvery)
 	defer tick.Stop()
 	for {
@@ -198,8 +199,33 @@ func submit(c client.Client, queue string, in temporal.Input, sinks event.Sink, 
 				emitLines(lines, sinks, stderr)
 				seen += len(lines)
 			}
+			asked = showQuestions(ctx, c, run, asked, stderr)
 		}
 	}
+}
+
+// showQuestions prints each question the run waits on once, with the signal that answers it
+// (`nika answer` is still to come).
+func showQuestions(ctx context.Context, c client.Client, run client.WorkflowRun, asked map[string]bool, stderr io.Writer) map[string]bool {
+	v, err := c.QueryWorkflow(ctx, run.GetID(), run.GetRunID(), temporal.QueryQuestions)
+	var qs []temporal.Question
+	if err != nil || v.Get(&qs) != nil {
+		return asked
+	}
+	for _, q := range qs {
+		name := q.Task
+		if q.Iteration >= 0 {
+			name = fmt.Sprintf("%s[%d]", q.Task, q.Iteration)
+		}
+		key := fmt.Sprintf("%s#%d", name, q.Attempt)
+		if asked[key] {
+			continue
+		}
+		asked[key] = true
+		fmt.Fprintf(stderr, "nika run: %s asks (%s): %s\n  waiting for the signal %q with {\"Name\": %q, \"Text\": ANSWER} to workflow %s\n",
+			name, q.Mode, q.Message, temporal.SignalAnswer, name, run.GetID())
+	}
+	return asked
 }
 
 // queryEvents reads one page of the run's canonical lines from index from.
