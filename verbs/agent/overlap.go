@@ -50,6 +50,15 @@ import (
 //     cancelled Resolve returns at once; a tool ignoring its context finishes detached, as in
 //     §6.6) before the driver goes on.
 //
+// A call announced in a reply that then ends max_tokens (cut while writing): the decision is the
+// core's, as for everything else. WIRES.md §4.2 says not to run the calls of a cut reply; today's
+// core reads no stop reason and dispatches them, streamed or not, so the early results are used
+// (TestOverlapTraceEqualsPlainRun holds such a turn). Should the core ever refuse such a batch, it
+// will not ask for it and the early calls are cancelled and never folded, with no change here.
+//
+// Each call in flight is two goroutines (the one running its Resolve and Resolve's worker), so an
+// early batch holds at most 2·max_parallel_tools of them, where a plain batch holds one per call.
+//
 // The reply is journaled (memo.go) only once it is complete, as without streaming; a crash while
 // it streams re-asks the model on resume, and calls that had started early run again then.
 

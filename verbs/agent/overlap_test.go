@@ -381,13 +381,17 @@ func TestOverlapBoundaryRefusalStopsBatch(t *testing.T) {
 }
 
 // Issue 17 acceptance (in-process half): a streamed run's canonical trace and transcript equal the
-// non-streaming run's, for max_parallel_tools 1, 2 and 8, calls finishing in any order (later calls
-// quicker), failures and spill-free results included.
+// non-streaming run's (the reply whole, the batch resolved after it), for max_parallel_tools 1, 2
+// and 8: failed calls, an unknown tool and a reply cut by max_tokens included.
 func TestOverlapTraceEqualsPlainRun(t *testing.T) {
 	script := func() []provider.Outcome {
+		// a reply cut by max_tokens after its calls: the core dispatches them, streamed or not
+		cut := providertest.ToolCalls("", hashCall("f", "5"), hashCall("g", "6"))
+		cut.Response.StopReason = provider.StopMaxTokens
 		return []provider.Outcome{
 			providertest.ToolCalls("first", hashCall("a", "0"), hashCall("b", "1"), providertest.Call{ID: "j", Name: "nika:jq", Input: `{"bad":1}`}, hashCall("c", "2")),
 			providertest.ToolCalls("", hashCall("d", "3"), providertest.Call{ID: "e", Name: "nika:nothing", Input: `{}`}),
+			cut,
 			providertest.Reply("all done"),
 		}
 	}
