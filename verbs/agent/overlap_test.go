@@ -456,3 +456,34 @@ func TestLiveTextArrivesWhileStreaming(t *testing.T) {
 		}
 	}
 }
+
+// A long streamed text stays bounded on the live stream: every agent_text note is at most
+// event.MaxLiveText bytes, the last one the reply cut at a rune boundary with "…", and a few
+// dozen notes at most however many pieces the wire sent.
+func TestLiveTextStaysBoundedWhileStreaming(t *testing.T) {
+	long := strings.Repeat("é", event.MaxLiveText) // 2 bytes a rune: twice the bound
+	s := &streamFunc{f: func(ctx context.Context, n int, obs *provider.StreamObserver) provider.Outcome {
+		for i := 0; i < len(long); i += 2 {
+			obs.Text(long[i : i+2])
+		}
+		return providertest.Reply(long)
+	}}
+	v, job, _ := setup(t, s, map[string]any{"prompt": "p"}, 8)
+	job, live := withLive(job)
+	if out := v.Run(guardCtx(t), job); out.Err != nil {
+		t.Fatal(out.Err)
+	}
+	var texts []string
+	for _, k := range live.notes {
+		if k.Kind == event.LiveAgentText {
+			if len(k.Message) > event.MaxLiveText {
+				t.Fatalf("a note of %d bytes", len(k.Message))
+			}
+			texts = append(texts, k.Message)
+		}
+	}
+	last := texts[len(texts)-1]
+	if len(texts) > 16 || !strings.HasSuffix(last, "…") || !strings.HasPrefix(long, strings.TrimSuffix(last, "…")) {
+		t.Fatalf("%d notes, the last %d bytes", len(texts), len(last))
+	}
+}
