@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"hash"
 	"os"
 	"sync"
 	"time"
@@ -39,6 +40,8 @@ type Writer struct {
 
 	// The writer goroutine's own state.
 	lastWrite time.Time
+	hasher    hash.Hash // SHA-256, reused for every line's chain value
+	sum       [sha256.Size]byte
 	prev      []byte // the chain value of the last line written (hex)
 	size      int64  // bytes of whole lines in the file
 	lastSync  time.Time
@@ -81,7 +84,8 @@ func appendWriter(path string, size int64, prev []byte) (*Writer, error) {
 }
 
 func startWriter(path string, f *os.File, prev []byte, size int64) *Writer {
-	w := &Writer{path: path, f: f, prev: prev, size: size, wake: make(chan struct{}, 1), done: make(chan struct{}), lastSync: time.Now()}
+	w := &Writer{path: path, f: f, prev: prev, size: size, wake: make(chan struct{}, 1), done: make(chan struct{}), lastSync: time.Now(),
+		hasher: sha256.New()}
 	go w.loop()
 	return w
 }
@@ -244,21 +248,46 @@ func (w *Writer) loop() {
 	}
 }
 
-// write writes a batch of records as chained lines in one call.
+// writeChunk bounds what one write call carries: a large batch goes out in pieces of about this
+// size, so that the writer's buffer stays small and is kept from batch to batch.
+const writeChunk = 256 << 10
+
+// write writes a batch of records as chained lines, in as few calls as writeChunk allows.
 func (w *Writer) write(batch [][]byte) {
 	buf := w.buf[:0]
-	prev := w.prev
-	for _, body := range batch {
+	for i, body := range batch {
 		start := len(buf)
 		buf = append(buf, `{"h":"`...)
 		buf = append(buf, make([]byte, 64)...) // the chain value, filled in below
 		buf = append(buf, `","r":`...)
 		buf = append(buf, body...)
 		buf = append(buf, "}\n"...)
-		sum := chain(prev, body)
-		hex.Encode(buf[start+6:start+70], sum[:])
-		prev = buf[start+6 : start+70]
+		w.hasher.Reset()
+		w.hasher.Write(w.prev)
+		w.hasher.Write(body)
+		hex.Encode(buf[start+6:start+70], w.hasher.Sum(w.sum[:0]))
+		w.prev = append(w.prev[:0], buf[start+6:start+70]...)
+		if len(buf) >= writeChunk || i == len(batch)-1 {
+			if !w.put(buf) {
+				return
+			}
+			buf = buf[:0]
+		}
 	}
+	w.lastWrite = time.Now()
+	w.mu.Lock()
+	w.stats.Records += int64(len(batch))
+	w.mu.Unlock()
+	if cap(buf) <= 4*writeChunk {
+		w.buf = buf
+	} else {
+		w.buf = nil
+	}
+}
+
+// put writes whole lines; on a failure it cuts the file back to the lines before them, records
+// the error and reports false (nothing more is written).
+func (w *Writer) put(buf []byte) bool {
 	n, err := w.f.Write(buf)
 	if err == nil && n < len(buf) {
 		err = errors.New("short write")
@@ -270,22 +299,15 @@ func (w *Writer) write(batch [][]byte) {
 			}
 		}
 		w.fail(err)
-		return
+		return false
 	}
-	w.prev = append(w.prev[:0], prev...)
-	w.lastWrite = time.Now()
 	w.size += int64(n)
 	w.dirty = true
 	w.mu.Lock()
-	w.stats.Records += int64(len(batch))
 	w.stats.Bytes += int64(n)
 	w.stats.Writes++
 	w.mu.Unlock()
-	if cap(buf) <= 1<<20 {
-		w.buf = buf
-	} else {
-		w.buf = nil
-	}
+	return true
 }
 
 func (w *Writer) sync() {
