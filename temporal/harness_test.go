@@ -11,6 +11,7 @@ import (
 
 	"go.temporal.io/sdk/log"
 	"go.temporal.io/sdk/testsuite"
+	"go.temporal.io/sdk/worker"
 
 	"github.com/nikahq/nika/engine"
 	"github.com/nikahq/nika/event"
@@ -154,7 +155,12 @@ func sameLines(t *testing.T, want, got []string) {
 func newEnv() *testsuite.TestWorkflowEnvironment {
 	var suite testsuite.WorkflowTestSuite
 	suite.SetLogger(log.NewStructuredLogger(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))))
-	return suite.NewTestWorkflowEnvironment()
+	env := suite.NewTestWorkflowEnvironment()
+	// Temporal's deadlock detector fails a workflow task that runs over 1 s of wall time: a guard by
+	// the clock, which a -race build on a loaded 2-core CI machine passes for a wide step (TestWide
+	// ForEach starts 1,000 jobs in one). The tests prove behaviour, not that speed.
+	env.SetWorkerOptions(worker.Options{DeadlockDetectionTimeout: time.Minute})
+	return env
 }
 
 // testHeartbeat is how often the tests' jobs heartbeat: the test environment cancels a running
