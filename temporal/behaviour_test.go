@@ -202,3 +202,32 @@ outputs:
 		t.Errorf("state %s, outputs %s", out.State, outs)
 	}
 }
+
+// Input.Ceiling is the server's permits ceiling (nika serve --temporal): the workflow is checked
+// under it as nika serve checks a submission, so a run handed to Temporal cannot do more than it
+// could in the server; without one, the workflow's own permits hold, as for `nika run`.
+func TestCeilingBoundsTheRun(t *testing.T) {
+	src := head + `tasks:
+  - id: sh
+    exec: { command: "echo hi" }
+`
+	for _, c := range []struct {
+		name    string
+		ceiling *spec.Permits
+		fails   bool
+	}{{"none", nil, false}, {"pure compute", &spec.Permits{}, true}} {
+		t.Run(c.name, func(t *testing.T) {
+			dir := t.TempDir()
+			rc := runCase{name: "ceiling", src: src}
+			in := rc.input(t, rc.engine(t, dir), dir)
+			in.Ceiling = c.ceiling
+			env := newEnv()
+			Register(env, &Activities{})
+			env.ExecuteWorkflow(WorkflowName, in)
+			err := env.GetWorkflowError()
+			if c.fails != (err != nil) || c.fails && !strings.Contains(err.Error(), "NIKA-SEC") {
+				t.Errorf("ceiling %v: workflow error %v", c.ceiling, err)
+			}
+		})
+	}
+}

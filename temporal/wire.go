@@ -151,9 +151,12 @@ type Input struct {
 	Source     string
 	Model      string   `json:",omitempty"` // the default model (`nika check --model`)
 	MCPServers []string `json:",omitempty"` // the engine's MCP registry names, as checking needs them
-	RunID      string   `json:",omitempty"` // "": the workflow id
-	Seed       uint64   `json:",omitempty"`
-	RunDir     string
+	// Ceiling is the permits ceiling the run is checked and runs under (nika serve's --permits,
+	// D35: spec.CheckOptions.Ceiling); nil: the workflow's own permits, as `nika run`.
+	Ceiling *spec.Permits `json:",omitempty"`
+	RunID   string        `json:",omitempty"` // "": the workflow id
+	Seed    uint64        `json:",omitempty"`
+	RunDir  string
 	// MaxParallelTasks bounds the tasks in flight (D4); 0: unbounded.
 	MaxParallelTasks int `json:",omitempty"`
 	// JobTimeout bounds one verb call (an activity's start-to-close timeout) where nika sets no

@@ -85,7 +85,7 @@ func page(lines []string, from int) []string {
 // compile checks and compiles the workflow's text and sets its var-named models: a pure
 // function of the input, so every replay compiles the same workflow.
 func compile(in Input) (*workflow.Workflow, error) {
-	a := spec.CheckSource(in.Name, []byte(in.Source), spec.CheckOptions{Model: in.Model, MCPServers: in.MCPServers})
+	a := spec.CheckSource(in.Name, []byte(in.Source), spec.CheckOptions{Model: in.Model, MCPServers: in.MCPServers, Ceiling: in.Ceiling})
 	if !(spec.FileResult{Findings: a.Findings}).Valid() {
 		var msgs []string
 		for _, f := range a.Findings {
