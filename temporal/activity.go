@@ -27,7 +27,8 @@ const (
 type Activities struct {
 	Verbs map[string]planner.Verb
 	// Heartbeat is how often a running job heartbeats (Temporal learns that its worker lives, and
-	// the job learns of its cancellation); 0: every 5 s.
+	// the job learns of its cancellation); 0: every 5 s, and never less
+	// often than a third of the activity's heartbeat timeout.
 	Heartbeat time.Duration
 }
 
@@ -96,13 +97,19 @@ func (m *memo) heartbeat() {
 	activity.RecordHeartbeat(m.ctx, steps)
 }
 
-// beat heartbeats at once and then every `every` (0: 5 s) until stop is called.
+// beat heartbeats at once and then every `every` (0: 5 s; at most a third of the activity's
+// heartbeat timeout) until stop is called.
 func (m *memo) beat(every time.Duration) (stop func()) {
 	if !activity.IsActivity(m.ctx) {
 		return func() {}
 	}
 	if every <= 0 {
 		every = 5 * time.Second
+	}
+	// A beat must come well within the activity's heartbeat timeout (a run may set a short one):
+	// a third of it at most.
+	if hb := activity.GetInfo(m.ctx).HeartbeatTimeout; hb > 0 {
+		every = min(every, hb/3)
 	}
 	m.heartbeat()
 	done := make(chan struct{})

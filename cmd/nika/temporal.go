@@ -62,12 +62,19 @@ func cmdRunTemporal(args []string, stdout, stderr io.Writer) int {
 	fs.BoolVar(&quiet, "quiet", false, "print nothing on stderr but errors")
 	fs.Uint64Var(&seed, "seed", 0, "retry jitter seed")
 	fs.IntVar(&maxTasks, "max-parallel-tasks", 0, "run at most `N` tasks at once (0: unbounded)")
+	var heartbeat time.Duration
+	fs.DurationVar(&heartbeat, "heartbeat-timeout", temporal.DefaultHeartbeatTimeout,
+		"take a job's worker for lost after `DURATION` without a heartbeat, and run the job on another")
 	files, code, ok := parseInterspersed(fs, args, stdout, stderr)
 	if !ok {
 		return code
 	}
 	if len(files) != 1 || tf.hostPort == "" {
 		fmt.Fprint(stderr, "nika run: give exactly one workflow file and --temporal HOST:PORT\n"+usageOf(fs))
+		return exitUsage
+	}
+	if heartbeat <= 0 {
+		fmt.Fprint(stderr, "nika run: --heartbeat-timeout must be positive\n"+usageOf(fs))
 		return exitUsage
 	}
 	file := files[0]
@@ -107,7 +114,7 @@ func cmdRunTemporal(args []string, stdout, stderr io.Writer) int {
 		return exitEnv
 	}
 	in := temporal.Input{Name: file, Source: string(src), Model: model, MCPServers: servers, RunID: p.ID, Seed: seed,
-		RunDir: runDir, MaxParallelTasks: maxTasks,
+		RunDir: runDir, MaxParallelTasks: maxTasks, HeartbeatTimeout: heartbeat,
 		Vars: temporal.Value{V: p.Inputs.Vars}, Env: temporal.Value{V: p.Inputs.Env}, Secrets: temporal.Value{V: p.Inputs.Secrets}}
 	c, err := tf.dial(nil)
 	if err != nil {

@@ -40,6 +40,8 @@ func TestTemporalCommandsOffline(t *testing.T) {
 		{"worker unreachable", []string{"worker", "--temporal", closed}, 3, "nika worker: cannot reach Temporal at " + closed},
 		{"run --temporal without a file", []string{"run", "--temporal", closed}, 2, "give exactly one workflow file"},
 		{"run --temporal with findings", []string{"run", "bad.nika.yaml", "--temporal", closed}, 2, "error["},
+		{"run --temporal with a zero heartbeat timeout", []string{"run", "--temporal", closed, "--heartbeat-timeout", "0s", "ok.nika.yaml"}, 2, "--heartbeat-timeout must be positive"},
+		{"run --temporal with a bad heartbeat timeout", []string{"run", "--temporal", closed, "--heartbeat-timeout", "soon", "ok.nika.yaml"}, 2, "invalid value \"soon\" for flag -heartbeat-timeout"},
 		{"run --temporal unreachable", []string{"run", "--temporal=" + closed, "ok.nika.yaml"}, 3, "nika run: cannot reach Temporal at " + closed},
 	}
 	for _, c := range cases {
