@@ -165,6 +165,10 @@ func (s *Server) handleAnswers(w http.ResponseWriter, req *http.Request) {
 		writeError(w, http.StatusBadRequest, err.Error())
 		return
 	}
+	if s.opts.Backend != nil {
+		s.handleRemoteAnswers(w, req, r, texts)
+		return
+	}
 	s.mu.Lock()
 	state := r.state
 	if state == statePaused && !s.draining {
@@ -372,8 +376,8 @@ func (s *Server) cancelPausedLocked(r *run) {
 
 // finishStored writes a finished run's report to its directory; a run a shutdown interrupted
 // (not a client) keeps none, so that the next server resumes it.
-func (s *Server) finishStored(r *run, res planner.Result, report []byte) {
-	if res.State == planner.StatusCancelled && !r.clientCancelled && s.Draining() && !s.ownState {
+func (s *Server) finishStored(r *run, state string, report []byte) {
+	if state == stateCancelled && !r.clientCancelled && s.Draining() && !s.ownState {
 		return
 	}
 	if err := writeAtomic(filepath.Join(s.runDir(r.id), reportFile), report); err != nil {

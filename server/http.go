@@ -312,6 +312,11 @@ func (s *Server) handleGet(w http.ResponseWriter, req *http.Request) {
 	if state == statePaused {
 		out["questions"] = questionsJSON(questions)
 	}
+	if state == stateRunning && s.opts.Backend != nil { // waiting on a gate in the backend (backend.go)
+		if qs := s.remoteQuestions(req.Context(), r); qs != nil {
+			out["state"], out["questions"] = statePaused, qs
+		}
+	}
 	if traceErr != "" {
 		out["trace_error"] = traceErr
 	}
@@ -358,8 +363,12 @@ func (s *Server) cancelRun(r *run) (string, cancelVerdict) {
 		s.finishUnstarted(r)
 		state, verdict = r.state, cancelDequeued
 	case stateRunning:
+		if !r.clientCancelled && s.opts.Backend != nil {
+			close(r.cancelReq) // the backend cancels it; the server follows it to its end
+		} else if s.opts.Backend == nil {
+			r.cancel()
+		}
 		r.clientCancelled = true
-		r.cancel()
 		verdict = cancelRequested
 	case statePaused:
 		s.cancelPausedLocked(r)

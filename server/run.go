@@ -39,6 +39,8 @@ type run struct {
 
 	ctx    context.Context
 	cancel context.CancelFunc
+	// cancelReq is closed when a client cancels the run (a backend's run: Options.Backend).
+	cancelReq chan struct{}
 
 	state  string
 	report []byte // canonical JSON of the D22 report, once finished
@@ -128,6 +130,7 @@ func (s *Server) newRun(p *engine.Prepared) *run {
 	r.log.wake = make(chan struct{})
 	r.live = newLiveLog(r.mask, s.changes.poke)
 	r.ctx, r.cancel = context.WithCancel(context.Background())
+	r.cancelReq = make(chan struct{})
 	return r
 }
 
@@ -209,16 +212,15 @@ func (s *Server) execute(r *run) {
 	if events != nil {
 		sinks = append(sinks, events.WithMasker(event.Masker(r.mask)))
 	}
-	jr, err := s.openJournal(r)
-	if err != nil { // the run still runs, without being durable
-		s.logf("run %s: error: no journal: %v", r.id, err)
-		jr = nil
-	}
-	res := s.engine.Execute(r.ctx, r.p, engine.RunOptions{Canonical: sinks, Live: live, Finally: s.finally, Journal: jr})
-	if jr != nil {
-		if err := jr.Close(); err != nil {
-			s.logf("run %s: error: %v", r.id, err)
-		}
+	var state string
+	var report []byte
+	var counts map[string]int
+	var paused []planner.Paused
+	if s.opts.Backend != nil {
+		state, report, counts = s.executeRemote(r, sinks)
+	} else {
+		res := s.executeLocal(r, sinks, live)
+		state, report, counts, paused = string(res.State), s.encodeReport(r, res), resultCounts(res), res.Paused
 	}
 	if events != nil {
 		if err := events.Close(); err != nil {
@@ -231,18 +233,17 @@ func (s *Server) execute(r *run) {
 			s.logf("run %s: error: %s", r.id, traceErr)
 		}
 	}
-	report := s.encodeReport(r, res)
 	r.cancel()
-	paused := res.State == planner.StatusPaused
-	if !paused {
-		s.finishStored(r, res, report)
+	isPaused := state == statePaused
+	if !isPaused {
+		s.finishStored(r, state, report)
 	}
 	s.mu.Lock()
-	r.state, r.report, r.traceErr = string(res.State), report, s.relativeToTraceDir(traceErr)
-	r.ended, r.counts = s.opts.Clock(), resultCounts(res)
+	r.state, r.report, r.traceErr = state, report, s.relativeToTraceDir(traceErr)
+	r.ended, r.counts = s.opts.Clock(), counts
 	s.running--
-	if paused {
-		r.questions = questionsOf(res.Paused)
+	if isPaused {
+		r.questions = questionsOf(paused)
 	} else {
 		s.retireLocked(r)
 	}
@@ -255,7 +256,23 @@ func (s *Server) execute(r *run) {
 	r.log.close()
 	r.live.close()
 	s.changes.poke()
-	s.logf("run %s (workflow %s) finished: %s", r.id, r.w.Name, res.State)
+	s.logf("run %s (workflow %s) finished: %s", r.id, r.w.Name, state)
+}
+
+// executeLocal runs r in-process on the server's engine, with its journal.
+func (s *Server) executeLocal(r *run, sinks event.Sink, live event.LiveSink) planner.Result {
+	jr, err := s.openJournal(r)
+	if err != nil { // the run still runs, without being durable
+		s.logf("run %s: error: no journal: %v", r.id, err)
+		jr = nil
+	}
+	res := s.engine.Execute(r.ctx, r.p, engine.RunOptions{Canonical: sinks, Live: live, Finally: s.finally, Journal: jr})
+	if jr != nil {
+		if err := jr.Close(); err != nil {
+			s.logf("run %s: error: %v", r.id, err)
+		}
+	}
+	return res
 }
 
 // finishUnstarted ends a queued run that never started: cancelled, every

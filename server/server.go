@@ -66,6 +66,8 @@ type Options struct {
 	StateDir string
 	Clock    func() time.Time
 	Logger   io.Writer // one line per run transition; nil: discarded
+	// Backend runs the admitted runs instead of Engine (backend.go); nil: in-process.
+	Backend Backend
 }
 
 // Server runs submitted workflows. Create it with New; it is safe for

@@ -40,6 +40,8 @@ Usage:
   nika worker --temporal HOST:PORT [--namespace N] [--task-queue Q] [--max-parallel-tools N]
               [--max-processes N] [--max-exec-output BYTES]
                                             run nika's workflows and jobs for Temporal
+  nika answer --temporal HOST:PORT [--namespace N] RUN [TASK=VALUE]... [--list] [--json]
+                                            answer the prompts a run on Temporal waits on (none: list them)
   nika check FILE... [--model M] [--json]   check workflows statically; run nothing
   nika graph FILE [--format mermaid|dot|json] [--model M]
                                             print the task graph
@@ -55,7 +57,8 @@ Usage:
              [--max-runs N] [--queue N] [--max-body BYTES] [--keep-runs N] [--shutdown-timeout DUR]
              [--trace-dir DIR] [--state-dir DIR] [--model M] [--max-parallel-tasks N] [--max-parallel-tools N]
              [--max-processes N] [--max-exec-output BYTES] [--metrics-task-label]
-                                            serve an HTTP API that runs submitted workflows
+             [--temporal HOST:PORT [--namespace N] [--task-queue Q]]
+                                            serve an HTTP API that runs submitted workflows (on Temporal with --temporal)
   nika version                              print the version
   nika help [COMMAND]                       print this help
 
@@ -78,6 +81,8 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return cmdRun(rest, stdout, stderr)
 	case "worker":
 		return cmdWorker(rest, stdout, stderr)
+	case "answer":
+		return cmdAnswer(rest, stdout, stderr)
 	case "serve":
 		return cmdServe(rest, stdout, stderr)
 	case "check":
@@ -163,8 +168,9 @@ var synopses = map[string]string{
 	"mcp":     "nika mcp",
 	"lsp":     "nika lsp [--model M]",
 	"worker":  "nika worker --temporal HOST:PORT [--namespace N] [--task-queue Q] [--max-parallel-tools N] [--max-processes N] [--max-exec-output BYTES]",
+	"answer":  "nika answer --temporal HOST:PORT [--namespace N] RUN [TASK=VALUE]... [--answer TASK=VALUE]... [--list] [--json]",
 	"serve": "nika serve [--addr ADDR] [--auth-token TOKEN] [--permits FILE] [--secret-env NAME]... [--workflows DIR] [--max-runs N] [--queue N] " +
-		"[--max-body BYTES] [--keep-runs N] [--shutdown-timeout DUR] [--trace-dir DIR] [--state-dir DIR] [--model M] [--max-parallel-tasks N] [--max-parallel-tools N] [--max-processes N] [--max-exec-output BYTES] [--metrics-task-label]",
+		"[--max-body BYTES] [--keep-runs N] [--shutdown-timeout DUR] [--trace-dir DIR] [--state-dir DIR] [--model M] [--max-parallel-tasks N] [--max-parallel-tools N] [--max-processes N] [--max-exec-output BYTES] [--metrics-task-label] [--temporal HOST:PORT [--namespace N] [--task-queue Q]]",
 }
 
 func newFlagSet(name string) *flag.FlagSet {

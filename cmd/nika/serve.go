@@ -17,6 +17,7 @@ import (
 	"github.com/nikahq/nika/engine"
 	"github.com/nikahq/nika/metrics"
 	"github.com/nikahq/nika/server"
+	"github.com/nikahq/nika/server/temporalrun"
 )
 
 // stringList collects a repeatable string flag.
@@ -50,6 +51,7 @@ func cmdServe(args []string, stdout, stderr io.Writer) int {
 type serveFlags struct {
 	addr, traceDir  string
 	shutdownTimeout time.Duration
+	temporal        temporalFlags // --temporal: the runs are handed to Temporal
 }
 
 // serveOptions parses and validates the arguments of `nika serve` and builds the server's
@@ -75,6 +77,8 @@ func serveOptions(args []string, stdout, stderr io.Writer, env serveEnv) (opts s
 	maxProcs := fs.Int("max-processes", 0, "run at most `N` exec processes at once, over all runs; more wait (default $NIKA_MAX_PROCESSES, else derived from the open-file limit and the CPUs)")
 	maxOutput := fs.Int64("max-exec-output", 0, "fail an exec task that writes more than `BYTES` to a captured stream (default $NIKA_MAX_EXEC_OUTPUT, else 16 MiB)")
 	taskLabel := fs.Bool("metrics-task-label", false, "label the task metrics with the task id (high-cardinality)")
+	var tf temporalFlags
+	tf.add(fs)
 	rest, code, ok := parseInterspersed(fs, args, stdout, stderr)
 	if !ok {
 		return opts, sf, code, false
@@ -162,13 +166,28 @@ func serveOptions(args []string, stdout, stderr io.Writer, env serveEnv) (opts s
 		// mistake the operator should hear of now, not at the first submission.
 		fmt.Fprintf(stderr, "nika serve: warning: provider %s is left out: %s\n", name, providers.Unavailable[name])
 	}
-	return opts, serveFlags{addr: *addr, traceDir: *traceDir, shutdownTimeout: *shutdownTimeout}, 0, true
+	return opts, serveFlags{addr: *addr, traceDir: *traceDir, shutdownTimeout: *shutdownTimeout, temporal: tf}, 0, true
 }
 
 func serveWith(args []string, stdout, stderr io.Writer, env serveEnv) int {
 	opts, sf, code, ok := serveOptions(args, stdout, stderr, env)
 	if !ok {
 		return code
+	}
+	if sf.temporal.hostPort != "" {
+		c, err := sf.temporal.dial(stderr)
+		if err != nil {
+			fmt.Fprintf(stderr, "nika serve: cannot reach Temporal at %s: %v\n", sf.temporal.hostPort, err)
+			return exitEnv
+		}
+		defer c.Close()
+		opts.Backend = &temporalrun.Backend{Client: c, Queue: sf.temporal.queue,
+			Logf: func(format string, args ...any) { fmt.Fprintf(stderr, "nika serve: "+format+"\n", args...) }}
+		if wd, err := os.Getwd(); err == nil {
+			opts.Engine.RunDir = wd
+		}
+		fmt.Fprintf(stderr, "nika serve: runs go to Temporal at %s (namespace %q, task queue %q); a nika worker --temporal runs them\n",
+			sf.temporal.hostPort, sf.temporal.namespace, sf.temporal.queue)
 	}
 	srv, err := server.New(opts)
 	if err != nil {
