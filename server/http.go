@@ -363,12 +363,13 @@ func (s *Server) cancelRun(r *run) (string, cancelVerdict) {
 		s.finishUnstarted(r)
 		state, verdict = r.state, cancelDequeued
 	case stateRunning:
-		if !r.clientCancelled && s.opts.Backend != nil {
-			close(r.cancelReq) // the backend cancels it; the server follows it to its end
-		} else if s.opts.Backend == nil {
+		first := !r.clientCancelled
+		r.clientCancelled = true // before the cancellation: the run's goroutine reads it after
+		if s.opts.Backend == nil {
 			r.cancel()
+		} else if first {
+			close(r.cancelReq) // the backend cancels it; the server follows it to its end
 		}
-		r.clientCancelled = true
 		verdict = cancelRequested
 	case statePaused:
 		s.cancelPausedLocked(r)

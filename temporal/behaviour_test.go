@@ -2,6 +2,7 @@ package temporal
 
 import (
 	"context"
+	"errors"
 	"encoding/json"
 	"strings"
 	"sync"
@@ -229,5 +230,30 @@ func TestCeilingBoundsTheRun(t *testing.T) {
 				t.Errorf("ceiling %v: workflow error %v", c.ceiling, err)
 			}
 		})
+	}
+}
+
+// CheckAnswers takes answers as the workflow does (TASK answers every iteration's question,
+// TASK[i] one) and refuses, before anything is sent, a name that waits on nothing and a text
+// that is no answer.
+func TestCheckAnswers(t *testing.T) {
+	qs := []Question{{Task: "ask", Iteration: -1, Mode: "confirm"}, {Task: "pick", Iteration: 2, Mode: "choice", Choices: []string{"a", "b"}}}
+	for _, c := range []struct {
+		texts      map[string]string
+		ok         bool
+		notWaiting bool
+	}{
+		{map[string]string{"ask": "yes", "pick[2]": "b"}, true, false},
+		{map[string]string{"pick": "2"}, true, false},
+		{map[string]string{"nosuch": "yes"}, false, true},
+		{map[string]string{"pick[1]": "a"}, false, true},
+		{map[string]string{"ask": "maybe"}, false, false},
+		{map[string]string{"pick[2]": "c"}, false, false},
+	} {
+		err := CheckAnswers(qs, c.texts)
+		var ae *AnswerError
+		if c.ok != (err == nil) || !c.ok && (!errors.As(err, &ae) || ae.NotWaiting != c.notWaiting) {
+			t.Errorf("%v: %v", c.texts, err)
+		}
 	}
 }
