@@ -2,8 +2,8 @@ package temporal
 
 import (
 	"context"
-	"errors"
 	"encoding/json"
+	"errors"
 	"strings"
 	"sync"
 	"sync/atomic"
