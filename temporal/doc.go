@@ -50,8 +50,9 @@
 // # Not yet (issue 16)
 //
 //   - Agent tasks run their whole loop inside one activity (the agent verb, heartbeating), not
-//     the agent core in the workflow with one activity per model request and tool call: the
-//     agent's arming (tools, router, guard, spill) is not exported by verbs/agent. A worker lost
+//     the agent core in the workflow with one activity per model request and tool call. The
+//     steps such a driver needs are exported by verbs/agent (Verb.Arm, Verb.Ask, Verb.Call,
+//     Verb.MaxParallelTools, steps.go) but not used here yet. A worker lost
 //     mid-agent is covered by the job's Memo instead: the steps the agent recorded (each model
 //     response, each tool batch's results) ride on its heartbeats, and the job dispatched again
 //     gets those its last heartbeat carried (JobInput.Recorded), so it goes on after them; what
