@@ -35,12 +35,12 @@ Usage:
            [--metrics-task-label] [--resume RUN [--answer TASK=VALUE]...]
                                             run a workflow; its outputs go to stdout as JSON
   nika run --temporal HOST:PORT FILE [--namespace N] [--task-queue Q] [--var k=v]... [--model M]
-           [--trace FILE | --no-trace] [--seed N] [--max-parallel-tasks N] [--quiet]
+           [--trace FILE | --no-trace] [--seed N] [--max-parallel-tasks N] [--quiet] [--heartbeat-timeout DUR]
                                             run a workflow on Temporal; the same outputs, trace and exit code
   nika worker --temporal HOST:PORT [--namespace N] [--task-queue Q] [--max-parallel-tools N]
               [--max-processes N] [--max-exec-output BYTES]
                                             run nika's workflows and jobs for Temporal
-  nika answer --temporal HOST:PORT [--namespace N] RUN [TASK=VALUE]... [--list] [--json]
+  nika answer --temporal HOST:PORT [--namespace N] RUN [TASK=VALUE]... [--answer TASK=VALUE]... [--list] [--json]
                                             answer the prompts a run on Temporal waits on (none: list them)
   nika check FILE... [--model M] [--json]   check workflows statically; run nothing
   nika graph FILE [--format mermaid|dot|json] [--model M]
@@ -160,6 +160,8 @@ func parseInterspersed(fs *flag.FlagSet, args []string, stdout, stderr io.Writer
 var synopses = map[string]string{
 	"run": "nika run FILE [--var k=v]... [--model M] [--report FILE] [--trace FILE | --no-trace] [--seed N] [--max-parallel-tasks N] " +
 		"[--max-parallel-tools N] [--max-processes N] [--max-exec-output BYTES] [--no-progress] [--quiet] [--yes] [--metrics-addr ADDR [--metrics-linger DUR]] [--pushgateway URL] [--metrics-task-label] [--resume RUN [--answer TASK=VALUE]...]",
+	"run --temporal": "nika run --temporal HOST:PORT FILE [--namespace N] [--task-queue Q] [--var k=v]... [--model M] " +
+		"[--trace FILE | --no-trace] [--seed N] [--max-parallel-tasks N] [--quiet] [--heartbeat-timeout DUR]",
 	"check":   "nika check FILE... [--model M] [--json]",
 	"runs":    "nika runs [--json]",
 	"graph":   "nika graph FILE [--format mermaid|dot|json] [--model M]",

@@ -16,8 +16,10 @@ func TestEveryFlagIsDocumented(t *testing.T) {
 		t.Fatal(err)
 	}
 	flagLine := regexp.MustCompile(`(?m)^  --([a-z0-9-]+)`)
-	for _, cmd := range []string{"run", "serve", "check", "graph"} {
-		r := runInProcess(t, t.TempDir(), cmd, "-h")
+	for _, cmd := range []string{"run", "run --temporal", "worker", "answer", "serve", "check", "graph"} {
+		// `run --temporal` is its own command; its flag takes a value (-h would be it).
+		args := append(strings.Fields(strings.Replace(cmd, "--temporal", "--temporal=127.0.0.1:1", 1)), "-h")
+		r := runInProcess(t, t.TempDir(), args...)
 		if r.code != 0 {
 			t.Fatalf("nika %s -h: exit %d", cmd, r.code)
 		}

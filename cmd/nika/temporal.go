@@ -47,7 +47,7 @@ const progressEvery = 250 * time.Millisecond
 // same trace, and prints the same outputs with the same exit code as a local run (0, 1, 130). An
 // interrupt cancels the workflow (its started tasks still run on_finally) and waits for its end.
 func cmdRunTemporal(args []string, stdout, stderr io.Writer) int {
-	fs := newFlagSet("run")
+	fs := newFlagSet("run --temporal")
 	var tf temporalFlags
 	tf.add(fs)
 	vars := varFlags{}
