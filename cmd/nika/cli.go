@@ -38,7 +38,7 @@ Usage:
            [--trace FILE | --no-trace] [--seed N] [--max-parallel-tasks N] [--quiet] [--heartbeat-timeout DUR]
                                             run a workflow on Temporal; the same outputs, trace and exit code
   nika worker --temporal HOST:PORT [--namespace N] [--task-queue Q] [--max-parallel-tools N]
-              [--max-processes N] [--max-exec-output BYTES]
+              [--max-processes N] [--max-exec-output BYTES] [--metrics-addr ADDR]
                                             run nika's workflows and jobs for Temporal
   nika answer --temporal HOST:PORT [--namespace N] RUN [TASK=VALUE]... [--answer TASK=VALUE]... [--list] [--json]
                                             answer the prompts a run on Temporal waits on (none: list them)
@@ -169,7 +169,7 @@ var synopses = map[string]string{
 	"schema":  "nika schema",
 	"mcp":     "nika mcp",
 	"lsp":     "nika lsp [--model M]",
-	"worker":  "nika worker --temporal HOST:PORT [--namespace N] [--task-queue Q] [--max-parallel-tools N] [--max-processes N] [--max-exec-output BYTES]",
+	"worker":  "nika worker --temporal HOST:PORT [--namespace N] [--task-queue Q] [--max-parallel-tools N] [--max-processes N] [--max-exec-output BYTES] [--metrics-addr ADDR]",
 	"answer":  "nika answer --temporal HOST:PORT [--namespace N] RUN [TASK=VALUE]... [--answer TASK=VALUE]... [--list] [--json]",
 	"serve": "nika serve [--addr ADDR] [--auth-token TOKEN] [--permits FILE] [--secret-env NAME]... [--workflows DIR] [--max-runs N] [--queue N] " +
 		"[--max-body BYTES] [--keep-runs N] [--shutdown-timeout DUR] [--trace-dir DIR] [--state-dir DIR] [--model M] [--max-parallel-tasks N] [--max-parallel-tools N] [--max-processes N] [--max-exec-output BYTES] [--metrics-task-label] [--temporal HOST:PORT [--namespace N] [--task-queue Q]]",

@@ -46,13 +46,12 @@ func addMetricsFlags(fs *flag.FlagSet) *metricsFlags {
 // runMetrics is one run's metrics; nil when no flag asks for them. Its methods accept a nil receiver,
 // so runWith calls them unconditionally.
 type runMetrics struct {
-	m        *metrics.Metrics
-	flags    *metricsFlags
-	workflow string
-	quiet    bool
-	srv      *http.Server
-	url      string        // of /metrics; "" without --metrics-addr
-	served   chan struct{} // closed when srv.Serve has returned
+	m         *metrics.Metrics
+	flags     *metricsFlags
+	workflow  string
+	quiet     bool
+	url       string // of /metrics; "" without --metrics-addr
+	stopServe func() // stops serving /metrics; nil without --metrics-addr
 
 	mu    sync.Mutex
 	ran   bool   // the run started: its live stream was wired
@@ -90,22 +89,12 @@ func (f *metricsFlags) start(w *workflow.Workflow, providers *provider.Registry,
 	if f.addr == "" {
 		return r, 0, true
 	}
-	ln, err := net.Listen("tcp", f.addr)
+	url, stop, err := serveMetrics(f.addr, r.m, "nika run", stderr)
 	if err != nil {
 		fmt.Fprintf(stderr, "nika run: cannot serve metrics on %s: %v; choose another --metrics-addr (port 0 picks a free one)\n", f.addr, err)
 		return nil, exitEnv, false
 	}
-	mux := http.NewServeMux()
-	mux.Handle("GET /metrics", r.m.Handler())
-	r.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
-	r.url = "http://" + ln.Addr().String() + "/metrics"
-	r.served = make(chan struct{})
-	go func() {
-		defer close(r.served)
-		if err := r.srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			fmt.Fprintf(stderr, "nika run: serving metrics: %v\n", err)
-		}
-	}()
+	r.url, r.stopServe = url, stop
 	// With port 0 this line is the only way to learn the address, so --quiet keeps it then.
 	if _, port, _ := net.SplitHostPort(f.addr); !quiet || port == "0" {
 		fmt.Fprintf(stderr, "nika run: serving metrics at %s\n", r.url)
@@ -160,7 +149,7 @@ func (r *runMetrics) finish(signals <-chan os.Signal, stderr io.Writer) {
 			fmt.Fprintf(stderr, "nika run: %v\n", err)
 		}
 	}
-	if r.srv == nil || r.flags.linger <= 0 || state == "cancelled" {
+	if r.stopServe == nil || r.flags.linger <= 0 || state == "cancelled" {
 		return
 	}
 	select {
@@ -182,13 +171,35 @@ func (r *runMetrics) finish(signals <-chan os.Signal, stderr io.Writer) {
 
 // stop shuts the /metrics server down and waits for its goroutine.
 func (r *runMetrics) stop() {
-	if r.srv == nil {
-		return
+	if r.stopServe != nil {
+		r.stopServe()
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), metricsShutdown)
-	defer cancel()
-	if err := r.srv.Shutdown(ctx); err != nil {
-		r.srv.Close()
+}
+
+// serveMetrics serves m at http://ADDR/metrics (port 0: a free port) until stop, which lets a
+// scrape in progress finish (for metricsShutdown at most) and waits for the server's goroutine.
+// who prefixes what goes wrong later while serving.
+func serveMetrics(addr string, m *metrics.Metrics, who string, stderr io.Writer) (url string, stop func(), err error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return "", nil, err
 	}
-	<-r.served
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", m.Handler())
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	served := make(chan struct{})
+	go func() {
+		defer close(served)
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			fmt.Fprintf(stderr, "%s: serving metrics: %v\n", who, err)
+		}
+	}()
+	return "http://" + ln.Addr().String() + "/metrics", func() {
+		ctx, cancel := context.WithTimeout(context.Background(), metricsShutdown)
+		defer cancel()
+		if err := srv.Shutdown(ctx); err != nil {
+			srv.Close()
+		}
+		<-served
+	}, nil
 }

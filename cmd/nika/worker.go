@@ -12,6 +12,8 @@ import (
 	"go.temporal.io/sdk/worker"
 
 	"github.com/nikahq/nika/engine"
+	"github.com/nikahq/nika/metrics"
+	"github.com/nikahq/nika/provider"
 	"github.com/nikahq/nika/temporal"
 )
 
@@ -50,6 +52,7 @@ func cmdWorker(args []string, stdout, stderr io.Writer) int {
 	fs.IntVar(&limits.MaxParallelTools, "max-parallel-tools", 0, "run at most `N` tool calls of one agent turn at once (1..1024; default 8)")
 	fs.IntVar(&limits.MaxProcesses, "max-processes", 0, "run at most `N` exec processes at once; more wait (default $NIKA_MAX_PROCESSES, else derived from the open-file limit and the CPUs)")
 	fs.Int64Var(&limits.MaxExecOutputBytes, "max-exec-output", 0, "keep at most `BYTES` of each exec stream (default $NIKA_MAX_EXEC_OUTPUT, else 16 MiB)")
+	metricsAddr := fs.String("metrics-addr", "", "serve Prometheus metrics at http://`ADDR`/metrics while the worker runs (port 0: a free port, named on stderr)")
 	pos, code, ok := parseInterspersed(fs, args, stdout, stderr)
 	if !ok {
 		return code
@@ -75,6 +78,14 @@ func cmdWorker(args []string, stdout, stderr io.Writer) int {
 	}
 	verbs, release := eng.ActivityVerbs()
 	defer release()
+	if *metricsAddr != "" {
+		stop, err := serveWorkerMetrics(*metricsAddr, eng.Providers().Registry, stderr)
+		if err != nil {
+			fmt.Fprintf(stderr, "nika worker: cannot serve metrics on %s: %v; choose another --metrics-addr (port 0 picks a free one)\n", *metricsAddr, err)
+			return exitEnv
+		}
+		defer stop()
+	}
 	c, err := tf.dial(stderr)
 	if err != nil {
 		fmt.Fprintf(stderr, "nika worker: cannot reach Temporal at %s: %v\n", tf.hostPort, err)
@@ -101,3 +112,21 @@ func (quietTemporalLogger) Debug(string, ...any) {}
 func (quietTemporalLogger) Info(string, ...any)  {}
 func (quietTemporalLogger) Warn(string, ...any)  {}
 func (quietTemporalLogger) Error(string, ...any) {}
+
+// serveWorkerMetrics serves a worker's /metrics: the build info, the Go and process collectors,
+// and the adaptive limiter of each provider the worker built (its limit, requests in flight and
+// waiting, rate-limited answers). In a Temporal deployment the limiter is the worker's: every job
+// of every run the worker serves shares it, so this is where a user sees why model calls go as
+// fast as they do. The run and task metrics are a run's (its canonical events), not a worker's.
+func serveWorkerMetrics(addr string, providers *provider.Registry, stderr io.Writer) (stop func(), err error) {
+	m := metrics.New(metrics.Options{Version: version})
+	for name, l := range metrics.LimitersOf(providers) {
+		m.AddProvider(name, l)
+	}
+	url, stop, err := serveMetrics(addr, m, "nika worker", stderr)
+	if err != nil {
+		return nil, err
+	}
+	fmt.Fprintf(stderr, "nika worker: serving metrics at %s\n", url)
+	return stop, nil
+}
