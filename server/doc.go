@@ -78,7 +78,11 @@
 //     registry, closed when the run ends (its servers' process groups are
 //     killed, D37). MCP tools still pass permits.tools, so under the
 //     default ceiling they are NIKA-SEC-004.
-//   - nika:prompt has no terminal in a server: it answers its `default`.
+//   - nika:prompt has no terminal in a server: it answers its `default`,
+//     and one without a default pauses the run (state `paused`, its
+//     `questions` listed) until POST /v1/runs/{id}/answers runs it again
+//     from its journal. With Options.Backend (`nika serve --temporal`) the
+//     run waits on Temporal instead and the answers are signalled to it.
 //   - Path submissions read only a regular file under Workflows: a FIFO,
 //     a directory, a socket or a device (directly or through a symlink) is
 //     400 at once, never opened for a FIFO to block the request (the type
