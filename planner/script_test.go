@@ -11,7 +11,8 @@ package planner
 // `go test ./planner -run TestScripts -rewrite` writes the new output into
 // the files instead, for review in the diff.
 //
-// A file is a sequence of blocks, separated by blank lines:
+// A file (read by internal/scripts, which temporal's tests share) is a sequence of blocks,
+// separated by blank lines:
 //
 //	command arg key=value ...
 //	input lines (the workflow's YAML, for `workflow`)
@@ -49,6 +50,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nikahq/nika/internal/scripts"
 	"github.com/nikahq/nika/spec"
 	"github.com/nikahq/nika/spec/canon"
 	"github.com/nikahq/nika/workflow"
@@ -66,46 +68,17 @@ func TestScripts(t *testing.T) {
 	}
 }
 
-// scriptBlock is one command of a script file and what it should print.
-type scriptBlock struct {
-	pre      []string // comments and blank lines before it
-	cmd      string
-	input    []string
-	expected []string
-	line     int
-}
-
-func parseScript(t *testing.T, path string) ([]scriptBlock, []string) {
+func parseScript(t *testing.T, path string) ([]scripts.Block, []string) {
 	t.Helper()
 	data, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	lines := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
-	var blocks []scriptBlock
-	var pre []string
-	for i := 0; i < len(lines); {
-		l := lines[i]
-		if strings.TrimSpace(l) == "" || strings.HasPrefix(l, "#") {
-			pre = append(pre, l)
-			i++
-			continue
-		}
-		b := scriptBlock{pre: pre, cmd: l, line: i + 1}
-		pre = nil
-		i++
-		for ; i < len(lines) && lines[i] != "----"; i++ {
-			b.input = append(b.input, lines[i])
-		}
-		if i == len(lines) {
-			t.Fatalf("%s:%d: %q has no ---- line", path, b.line, b.cmd)
-		}
-		for i++; i < len(lines) && strings.TrimSpace(lines[i]) != ""; i++ {
-			b.expected = append(b.expected, lines[i])
-		}
-		blocks = append(blocks, b)
+	blocks, trailer, err := scripts.Parse(data)
+	if err != nil {
+		t.Fatalf("%s: %v", path, err)
 	}
-	return blocks, pre
+	return blocks, trailer
 }
 
 func runScriptFile(t *testing.T, path string) {
@@ -115,19 +88,19 @@ func runScriptFile(t *testing.T, path string) {
 	failed := false
 	for _, b := range blocks {
 		got := h.run(b)
-		for _, p := range b.pre {
+		for _, p := range b.Pre {
 			out.WriteString(p + "\n")
 		}
-		out.WriteString(b.cmd + "\n")
-		for _, in := range b.input {
+		out.WriteString(b.Cmd + "\n")
+		for _, in := range b.Input {
 			out.WriteString(in + "\n")
 		}
 		out.WriteString("----\n")
 		for _, g := range got {
 			out.WriteString(g + "\n")
 		}
-		if !*rewrite && strings.Join(got, "\n") != strings.Join(b.expected, "\n") {
-			t.Errorf("%s:%d: %s\n--- got\n%s\n--- want\n%s", path, b.line, b.cmd, strings.Join(got, "\n"), strings.Join(b.expected, "\n"))
+		if !*rewrite && strings.Join(got, "\n") != strings.Join(b.Expected, "\n") {
+			t.Errorf("%s:%d: %s\n--- got\n%s\n--- want\n%s", path, b.Line, b.Cmd, strings.Join(got, "\n"), strings.Join(b.Expected, "\n"))
 			failed = true
 		}
 	}
@@ -158,25 +131,16 @@ type armedTimer struct {
 	due time.Time
 }
 
-func (h *scriptHarness) run(b scriptBlock) []string {
+func (h *scriptHarness) run(b scripts.Block) []string {
 	h.t.Helper()
-	fields := splitArgs(b.cmd)
-	args := map[string]string{}
-	var pos []string
-	for _, f := range fields[1:] {
-		if k, v, ok := strings.Cut(f, "="); ok {
-			args[k] = v
-		} else {
-			pos = append(pos, f)
-		}
-	}
+	cmd, pos, args := scripts.Command(b.Cmd)
 	fail := func(format string, a ...any) []string {
-		h.t.Fatalf("line %d: %s: %s", b.line, b.cmd, fmt.Sprintf(format, a...))
+		h.t.Fatalf("line %d: %s: %s", b.Line, b.Cmd, fmt.Sprintf(format, a...))
 		return nil
 	}
-	switch fields[0] {
+	switch cmd {
 	case "workflow":
-		src := "nika: v1\nworkflow: t\n" + strings.Join(b.input, "\n") + "\n"
+		src := "nika: v1\nworkflow: t\n" + strings.Join(b.Input, "\n") + "\n"
 		h.w = compile(h.t, src)
 		cfg := Config{RunID: "r"}
 		if s, ok := args["seed"]; ok {
@@ -430,39 +394,6 @@ func errLine(e *spec.Error) string {
 		s += " details=" + string(d)
 	}
 	return s + " " + strconv.Quote(e.Message)
-}
-
-// splitArgs splits a command line on spaces outside quotes and brackets,
-// so that a JSON value may hold spaces.
-func splitArgs(line string) []string {
-	var out []string
-	var cur strings.Builder
-	depth, quoted, escaped := 0, false, false
-	for _, r := range line {
-		switch {
-		case escaped:
-			escaped = false
-		case quoted && r == '\\':
-			escaped = true
-		case r == '"':
-			quoted = !quoted
-		case !quoted && (r == '[' || r == '{'):
-			depth++
-		case !quoted && (r == ']' || r == '}'):
-			depth--
-		case !quoted && depth == 0 && r == ' ':
-			if cur.Len() > 0 {
-				out = append(out, cur.String())
-				cur.Reset()
-			}
-			continue
-		}
-		cur.WriteRune(r)
-	}
-	if cur.Len() > 0 {
-		out = append(out, cur.String())
-	}
-	return out
 }
 
 func jobName(id JobID) string {
