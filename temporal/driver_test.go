@@ -15,7 +15,8 @@ func count(n int) string {
 }
 
 // Script cases of the planner (testdata/*.txt) that real verbs can express: each runs locally
-// and on Temporal, and the two canonical traces are equal.
+// and on Temporal, and the two canonical traces are equal. TestPlannerScriptsEqualLocal
+// (script_test.go) runs the script files themselves, with their scripted outcomes.
 var scriptCases = []runCase{
 	{name: "retry", src: head + `tasks:
   - id: flaky

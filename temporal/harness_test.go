@@ -31,12 +31,16 @@ type runCase struct {
 	env   map[string]string
 	// heartbeat is the run's Input.HeartbeatTimeout; 0: testHeartbeatTimeout.
 	heartbeat time.Duration
+	seed      uint64         // the retry jitter seed (--seed)
+	parallel  int            // the tasks in flight at most (--max-parallel-tasks); 0: unbounded
+	live      event.LiveSink // the local run's live stream; nil: none
 }
 
 func (rc runCase) engine(t *testing.T, dir string) *engine.Engine {
 	t.Helper()
 	lookup := func(k string) (string, bool) { v, ok := rc.env[k]; return v, ok }
-	eng, err := engine.New(engine.Options{RunDir: dir, Env: lookup, Verbs: rc.verbs, ExecEnv: os.Environ()})
+	eng, err := engine.New(engine.Options{RunDir: dir, Env: lookup, Verbs: rc.verbs, ExecEnv: os.Environ(),
+		Limits: engine.Limits{MaxParallelTasks: rc.parallel}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -77,7 +81,7 @@ func (rc runCase) local(t *testing.T, ctx context.Context) ([]string, planner.Re
 		t.Fatal(perr)
 	}
 	mem := event.NewMemory()
-	res := eng.Execute(ctx, p, engine.RunOptions{Canonical: mem})
+	res := eng.Execute(ctx, p, engine.RunOptions{Canonical: mem, Seed: rc.seed, Live: rc.live})
 	var lines []string
 	for _, l := range mem.Lines() {
 		lines = append(lines, string(l))
@@ -98,6 +102,7 @@ func (rc runCase) input(t *testing.T, eng *engine.Engine, dir string) Input {
 		hb = testHeartbeatTimeout
 	}
 	return Input{Name: rc.name, Source: rc.src, RunID: "r-test", RunDir: dir, HeartbeatTimeout: hb,
+		Seed: rc.seed, MaxParallelTasks: rc.parallel,
 		Vars: Value{p.Inputs.Vars}, Env: Value{p.Inputs.Env}, Secrets: Value{p.Inputs.Secrets}}
 }
 
