@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -141,7 +140,7 @@ func cmdRunTemporal(args []string, stdout, stderr io.Writer) int {
 	if !quiet {
 		sinks = append(sinks, &logSink{mask: p.Mask, println: func(s string) { fmt.Fprintln(stderr, s) }})
 	}
-	out, interrupted, err := submit(c, tf.queue, in, sinks, stderr)
+	out, interrupted, err := submit(c, tf, in, sinks, stderr)
 	lost := false
 	if trace != nil {
 		if cerr := trace.Close(); cerr != nil {
@@ -156,142 +155,82 @@ func cmdRunTemporal(args []string, stdout, stderr io.Writer) int {
 	return finishTemporal(out, p.Mask, quiet, interrupted, lost, stdout, stderr)
 }
 
-// submit starts the workflow and follows it to its end, emitting its canonical events to sinks
-// as they come; the first interrupt cancels it.
-func submit(c client.Client, queue string, in temporal.Input, sinks event.Sink, stderr io.Writer) (temporal.Output, bool, error) {
+// submit starts the workflow and follows it to its end (temporal.Follow), emitting its canonical
+// events to sinks as they come and showing each question it waits on; the first interrupt
+// cancels it.
+func submit(c client.Client, tf temporalFlags, in temporal.Input, sinks event.Sink, stderr io.Writer) (temporal.Output, bool, error) {
 	ctx := context.Background()
-	run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: in.RunID, TaskQueue: queue}, temporal.WorkflowName, in)
+	run, err := temporal.Start(ctx, c, tf.queue, in)
 	if err != nil {
 		return temporal.Output{}, false, fmt.Errorf("cannot start the run on Temporal: %v", err)
 	}
 	sigs := make(chan os.Signal, 2)
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 	defer signal.Stop(sigs)
-	done := make(chan error, 1)
-	var out temporal.Output
-	go func() { done <- run.Get(ctx, &out) }()
-	seen, interrupted := 0, false
+	type result struct {
+		out temporal.Output
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		out, err := temporal.Follow(ctx, c, run, 0, progressEvery, func(lines []string) { emitLines(lines, sinks, stderr) })
+		done <- result{out, err}
+	}()
+	interrupted := false
 	asked := map[string]bool{} // the questions shown already
 	tick := time.NewTicker(progressEvery)
 	defer tick.Stop()
 	for {
 		select {
-		case err := <-done:
-			if err != nil {
-				return out, interrupted, fmt.Errorf("the run's workflow %s failed: %v", in.RunID, err)
-			}
-			if out.Events != nil {
-				emitLines(out.Events[min(seen, len(out.Events)):], sinks, stderr)
-				return out, interrupted, nil
-			}
-			for seen < out.EventCount { // too many for the result: page through the query
-				lines, err := queryEvents(ctx, c, run, seen)
-				if err != nil || len(lines) == 0 {
-					return out, interrupted, fmt.Errorf("the run's events from %d on could not be read: %v", seen, err)
-				}
-				emitLines(lines, sinks, stderr)
-				seen += len(lines)
-			}
-			return out, interrupted, nil
+		case r := <-done:
+			return r.out, interrupted, r.err
 		case <-sigs:
 			if !interrupted {
 				interrupted = true
 				fmt.Fprintln(stderr, "nika run: interrupted; cancelling the run on Temporal (its started tasks still run on_finally)")
-				if err := c.CancelWorkflow(ctx, run.GetID(), run.GetRunID()); err != nil {
+				if err := c.CancelWorkflow(ctx, run.GetID(), ""); err != nil {
 					fmt.Fprintf(stderr, "nika run: cannot cancel the run: %v\n", err)
 				}
 			}
 		case <-tick.C:
-			if lines, err := queryEvents(ctx, c, run, seen); err == nil {
-				emitLines(lines, sinks, stderr)
-				seen += len(lines)
-			}
-			asked = showQuestions(ctx, c, run, asked, stderr)
+			showQuestions(ctx, c, tf, run.GetID(), asked, stderr)
 		}
 	}
 }
 
-// showQuestions prints each question the run waits on once, with the signal that answers it
-// (`nika answer` is still to come).
-func showQuestions(ctx context.Context, c client.Client, run client.WorkflowRun, asked map[string]bool, stderr io.Writer) map[string]bool {
-	v, err := c.QueryWorkflow(ctx, run.GetID(), run.GetRunID(), temporal.QueryQuestions)
-	var qs []temporal.Question
-	if err != nil || v.Get(&qs) != nil {
-		return asked
+// showQuestions prints each question the run waits on once, with the `nika answer` command
+// that answers it.
+func showQuestions(ctx context.Context, c client.Client, tf temporalFlags, runID string, asked map[string]bool, stderr io.Writer) {
+	qs, err := temporal.Questions(ctx, c, runID)
+	if err != nil {
+		return
+	}
+	ns := ""
+	if tf.namespace != "default" {
+		ns = " --namespace " + tf.namespace
 	}
 	for _, q := range qs {
-		name := q.Task
-		if q.Iteration >= 0 {
-			name = fmt.Sprintf("%s[%d]", q.Task, q.Iteration)
-		}
-		key := fmt.Sprintf("%s#%d", name, q.Attempt)
+		key := fmt.Sprintf("%s#%d", q.Name(), q.Attempt)
 		if asked[key] {
 			continue
 		}
 		asked[key] = true
-		fmt.Fprintf(stderr, "nika run: %s asks (%s): %s\n  waiting for the signal %q with {\"Name\": %q, \"Text\": ANSWER} to workflow %s\n",
-			name, q.Mode, q.Message, temporal.SignalAnswer, name, run.GetID())
+		fmt.Fprintf(stderr, "nika run: %s asks (%s): %s\n  answer with: nika answer --temporal %s%s %s %s=VALUE\n",
+			q.Name(), q.Mode, q.Message, tf.hostPort, ns, runID, q.Name())
 	}
-	return asked
-}
-
-// queryEvents reads one page of the run's canonical lines from index from.
-func queryEvents(ctx context.Context, c client.Client, run client.WorkflowRun, from int) ([]string, error) {
-	v, err := c.QueryWorkflow(ctx, run.GetID(), run.GetRunID(), temporal.QueryEvents, from)
-	if err != nil {
-		return nil, err
-	}
-	var lines []string
-	err = v.Get(&lines)
-	return lines, err
 }
 
 // emitLines decodes canonical lines back into events for the sinks (the trace file writes them
 // again, masked and chained, as a local run's).
 func emitLines(lines []string, sinks event.Sink, stderr io.Writer) {
 	for _, l := range lines {
-		e, err := decodeEvent(l)
+		e, err := temporal.DecodeEvent(l)
 		if err != nil {
 			fmt.Fprintf(stderr, "nika run: a canonical event could not be read: %v\n", err)
 			continue
 		}
 		sinks.Emit(e)
 	}
-}
-
-func decodeEvent(line string) (event.Event, error) {
-	var raw struct {
-		Seq       int64           `json:"seq"`
-		TS        string          `json:"ts"`
-		RunID     string          `json:"run_id"`
-		Kind      string          `json:"kind"`
-		Task      string          `json:"task"`
-		Attempt   int             `json:"attempt"`
-		Iteration *int            `json:"iteration"`
-		Fields    json.RawMessage `json:"fields"`
-	}
-	if err := json.Unmarshal([]byte(line), &raw); err != nil {
-		return event.Event{}, err
-	}
-	ts, err := time.Parse(time.RFC3339Nano, raw.TS)
-	if err != nil {
-		return event.Event{}, err
-	}
-	e := event.Event{Seq: raw.Seq, TS: ts, RunID: raw.RunID, Kind: raw.Kind, Task: raw.Task, Attempt: raw.Attempt, Iteration: -1}
-	if raw.Iteration != nil {
-		e.Iteration = *raw.Iteration
-	}
-	if len(raw.Fields) > 0 {
-		v, err := workflow.DecodeValue(string(raw.Fields))
-		if err != nil {
-			return event.Event{}, err
-		}
-		e.Fields, _ = v.(map[string]any)
-	}
-	if e.Fields == nil {
-		return event.Event{}, errors.New("an event without fields")
-	}
-	return e, nil
 }
 
 // finishTemporal prints the outputs and returns the exit code, as a local run's finish does.

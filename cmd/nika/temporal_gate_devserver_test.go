@@ -108,8 +108,12 @@ func gateStartRun(t *testing.T, dir, addr string) *gateRun {
 			switch {
 			case strings.HasPrefix(line, "nika run: approve asks (confirm): Ship v1?"):
 				asked = true
-			case asked && !sent && strings.Contains(line, " to workflow "):
-				r.runID <- line[strings.LastIndex(line, " ")+1:]
+			case asked && !sent && strings.HasPrefix(line, "  answer with: nika answer --temporal "):
+				f := strings.Fields(line) // answer with: nika answer --temporal ADDR RUN approve=VALUE
+				if len(f) != 8 || f[7] != "approve=VALUE" {
+					t.Errorf("the answer line is %q", line)
+				}
+				r.runID <- f[6]
 				sent = true
 			}
 		}
