@@ -497,6 +497,9 @@ func waitWorkersExited() {
 }
 
 func TestWorkersAliveSeesAWorker(t *testing.T) {
+	// An earlier test's worker may still be on its way out (its result sent, Resolve returned):
+	// it would be counted beside this call's own.
+	waitWorkersExited()
 	var alive int
 	ex := ExecutorFunc(func(ctx context.Context, c Call) (string, json.RawMessage, error) {
 		alive = workersAlive() // this call's own worker, at least
