@@ -51,14 +51,6 @@ func (a *Activities) RunJob(ctx context.Context, in JobInput) (JobOutcome, error
 		emitted = append(emitted, Emitted{Kind: kind, Fields: Value{fields}})
 		mu.Unlock()
 	}
-	if v := in.Inspect; v != nil {
-		job.Inspect = func(_ context.Context, view string) (any, error) {
-			if view != v.View {
-				return nil, fmt.Errorf("the view %q was not asked for when the job started", view)
-			}
-			return v.Answer.V, nil
-		}
-	}
 	m := &memo{ctx: ctx, recorded: in.Recorded, steps: slices.Clone(in.Recorded)}
 	job.Memo = m
 	stop := m.beat(a.Heartbeat)
@@ -97,10 +89,13 @@ func (m *memo) heartbeat() {
 	activity.RecordHeartbeat(m.ctx, steps)
 }
 
-// beat heartbeats at once and then every `every` (0: 5 s; at most a third of the activity's
-// heartbeat timeout) until stop is called.
-func (m *memo) beat(every time.Duration) (stop func()) {
-	if !activity.IsActivity(m.ctx) {
+// beat heartbeats with the memo's steps at once and then every `every` until stop is called.
+func (m *memo) beat(every time.Duration) (stop func()) { return beat(m.ctx, every, m.heartbeat) }
+
+// beat calls heartbeat at once and then every `every` (0: 5 s; at most a third of the activity's
+// heartbeat timeout) until stop is called or ctx is done; outside an activity it does nothing.
+func beat(ctx context.Context, every time.Duration, heartbeat func()) (stop func()) {
+	if !activity.IsActivity(ctx) {
 		return func() {}
 	}
 	if every <= 0 {
@@ -108,10 +103,10 @@ func (m *memo) beat(every time.Duration) (stop func()) {
 	}
 	// A beat must come well within the activity's heartbeat timeout (a run may set a short one):
 	// a third of it at most.
-	if hb := activity.GetInfo(m.ctx).HeartbeatTimeout; hb > 0 {
+	if hb := activity.GetInfo(ctx).HeartbeatTimeout; hb > 0 {
 		every = min(every, hb/3)
 	}
-	m.heartbeat()
+	heartbeat()
 	done := make(chan struct{})
 	var wg sync.WaitGroup
 	wg.Add(1)
@@ -123,10 +118,10 @@ func (m *memo) beat(every time.Duration) (stop func()) {
 			select {
 			case <-done:
 				return
-			case <-m.ctx.Done():
+			case <-ctx.Done():
 				return
 			case <-t.C:
-				m.heartbeat()
+				heartbeat()
 			}
 		}
 	}()

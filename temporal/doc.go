@@ -36,6 +36,20 @@
 //     ending the run paused; QueryQuestions lists the open questions. The answer, parsed as
 //     `nika run --answer` parses it, is the verb's output and the attempt's bindings run over
 //     it. A cancellation or the task's timeout withdraws the question.
+//   - Agents (agent.go): an agent attempt runs the agent core (verbs/agent/core) in workflow
+//     code. An arming activity (AgentArmActivity) returns the core's arming and the worker's
+//     max_parallel_tools (so the history fixes both); each model request is an activity
+//     (AgentAskActivity) and each tool call of a batch one (AgentCallActivity), at most
+//     max_parallel_tools in flight, started and folded in request order; a security-boundary
+//     refusal stops the batch. A recorded step is never carried out again: a worker lost
+//     mid-loop costs the step it ran, dispatched again like a job (maxLost). The loop's
+//     canonical events are the attempt's, released with its report. One model request must
+//     stay under maxStepBytes (1.5 MiB; Temporal refuses payloads over 2 MiB): an agent whose
+//     transcript outgrows it fails with an error that says so. An on_finally step's agent (its
+//     own timeout bounds it), a worker whose agent verb cannot run in steps (AgentSteps; the
+//     arming says Whole) and runs begun before this (workflow.GetVersion "agent-core") run the
+//     agent whole in one activity, its recorded steps (the job's Memo) riding on its heartbeats
+//     so a job dispatched again after a lost worker goes on after them (JobInput.Recorded).
 //   - nika:inspect from an invoke attempt is answered with the view as the job starts (an
 //     activity cannot ask the workflow while it runs); an agent's own nika:inspect has no view.
 //   - Workflow code never ranges over a map to decide an order, starts no goroutine and reads
@@ -47,17 +61,8 @@
 //     SDK's test environment). Its first step still evaluates every iteration's user code and
 //     schedules every job in one workflow task; `nika worker` allows it 5 s.
 //
-// # Not yet (issue 16)
+// # Not yet
 //
-//   - Agent tasks run their whole loop inside one activity (the agent verb, heartbeating), not
-//     the agent core in the workflow with one activity per model request and tool call. The
-//     steps such a driver needs are exported by verbs/agent (Verb.Arm, Verb.Ask, Verb.Call,
-//     Verb.MaxParallelTools, steps.go) but not used here yet. A worker lost
-//     mid-agent is covered by the job's Memo instead: the steps the agent recorded (each model
-//     response, each tool batch's results) ride on its heartbeats, and the job dispatched again
-//     gets those its last heartbeat carried (JobInput.Recorded), so it goes on after them; what
-//     came after that heartbeat is asked again (the SDK throttles heartbeats to 0.8 of the
-//     heartbeat timeout).
 //   - Batches (D5): each job is its own activity; a batch-capable verb gets its jobs one by one.
 //   - The live stream (D19): nothing but the canonical lines (QueryEvents) is reported.
 //   - The journal (planner.Options.Memory) is not used: the workflow history is the run's

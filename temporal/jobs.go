@@ -62,6 +62,10 @@ func (d *driver) attempt(wk planner.Work) {
 	d.startedAt[id] = d.now()
 	j := &call{id: id, eval: e, with: with, ctx: jctx, cancel: cancel, in: jobInput(d.runID, id, &job)}
 	j.in.Inspect = d.inspectView(&job)
+	if job.Verb == "agent" && tw.GetVersion(d.ctx, agentCoreChange, tw.DefaultVersion, 1) >= 1 {
+		d.agentAttempt(j)
+		return
+	}
 	d.dispatch(j)
 }
 
@@ -111,25 +115,30 @@ func emitted(es []Emitted) []planner.Emitted {
 // WaitForCancellation: a cancelled job ends before the run does, as a local job's goroutine.
 func (d *driver) dispatch(j *call) {
 	d.running[j.id] = j.cancel
+	d.await(ended{job: j, f: tw.ExecuteActivity(d.activityOptions(j.ctx, j.timeout, j.id.String()), JobActivity, j.in)})
+}
+
+// activityOptions are the options of an activity under ctx: the run's job bound (timeout when
+// it is not 0), its heartbeat timeout, no retry by Temporal, and cancellation waited for.
+func (d *driver) activityOptions(ctx tw.Context, timeout time.Duration, summary string) tw.Context {
 	bound := d.in.JobTimeout
 	if bound <= 0 {
 		bound = DefaultJobTimeout
 	}
-	if j.timeout > 0 {
-		bound = j.timeout
+	if timeout > 0 {
+		bound = timeout
 	}
 	hb := d.in.HeartbeatTimeout
 	if hb <= 0 {
 		hb = DefaultHeartbeatTimeout
 	}
-	actx := tw.WithActivityOptions(j.ctx, tw.ActivityOptions{
+	return tw.WithActivityOptions(ctx, tw.ActivityOptions{
 		StartToCloseTimeout: bound,
 		HeartbeatTimeout:    hb,
 		WaitForCancellation: true,
 		RetryPolicy:         &temporal.RetryPolicy{MaximumAttempts: 1},
-		Summary:             j.id.String(),
+		Summary:             summary,
 	})
-	d.await(ended{job: j, f: tw.ExecuteActivity(actx, JobActivity, j.in)})
 }
 
 // settle takes the end of a job's activity: its report (bindings run over an attempt's output),
@@ -170,7 +179,7 @@ func (d *driver) settle(j *call, f tw.Future) {
 // failed maps an activity's error to the job's outcome, or says to dispatch it again.
 func (d *driver) failed(j *call, err error) (JobOutcome, bool) {
 	if j.ctx.Err() != nil || isCancelled(err) {
-		return JobOutcome{Err: wireError(spec.NewError(spec.CodeCancel, "the job was cancelled", nil))}, false
+		return JobOutcome{Err: wireError(jobCancelled())}, false
 	}
 	var te *temporal.TimeoutError
 	if errors.As(err, &te) {

@@ -24,10 +24,13 @@ var (
 	update    = flag.Bool("update", false, "record the replay histories of testdata/histories again, on the server of -temporal")
 	hostPort  = flag.String("temporal", "127.0.0.1:7233", "HOST:PORT of the Temporal server -update records on")
 	namespace = flag.String("namespace", "default", "the namespace -update records in")
+	only      = flag.String("case", "", "the one case -update records (\"\": every case)")
 )
 
 // replayCases are the representative runs whose recorded histories must replay: retries with
-// their timers, a fail-fast for_each, an agent batch, a gate answered by a signal.
+// their timers, a fail-fast for_each, an agent batch (its core in the workflow), a gate answered
+// by a signal. testdata/histories also keeps histories of earlier workflow code that runs in
+// flight may still have (agent-batch-whole: the agent as one activity, before agent-core).
 func replayCases() map[string]runCase {
 	byName := map[string]runCase{}
 	for _, rc := range scriptCases {
@@ -52,10 +55,13 @@ func replayCases() map[string]runCase {
 // TestReplayHistories replays every history of testdata/histories through the current workflow
 // code with Temporal's replayer: a change that would break the runs in flight (a command added,
 // dropped or reordered) fails it. `go test ./temporal -run Replay -update [-temporal HOST:PORT] [-namespace N]`
-// records them again on a real server (the dev server of issue 16 item 4, or any Temporal).
+// records them again (-case NAME: only that one) on a real server (the dev server of issue 16 item 4, or any Temporal).
 func TestReplayHistories(t *testing.T) {
 	if *update {
 		for name, rc := range replayCases() {
+			if *only != "" && name != *only {
+				continue
+			}
 			record(t, name, rc)
 		}
 	}

@@ -1,13 +1,16 @@
 package temporal
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"time"
 
 	"github.com/nikahq/nika/planner"
+	"github.com/nikahq/nika/provider"
 	"github.com/nikahq/nika/spec"
 	"github.com/nikahq/nika/spec/canon"
+	"github.com/nikahq/nika/verbs/agent/core"
 	"github.com/nikahq/nika/workflow"
 )
 
@@ -114,13 +117,23 @@ func jobInput(runID string, id planner.JobID, job *workflow.Job) JobInput {
 		RunDir: job.RunDir, Workflow: job.Workflow}
 }
 
+// job is the job the activity runs, its nika:inspect answered with in.Inspect.
 func (in JobInput) job() workflow.Job {
 	fields := in.Fields.Map()
 	if fields == nil {
 		fields = map[string]any{}
 	}
-	return workflow.Job{Task: &spec.Task{ID: in.Task}, Verb: in.Verb, Fields: fields, Model: in.Model,
+	job := workflow.Job{Task: &spec.Task{ID: in.Task}, Verb: in.Verb, Fields: fields, Model: in.Model,
 		Attempt: in.Attempt, Iteration: in.Iteration, Permits: in.Permits, RunDir: in.RunDir, Workflow: in.Workflow}
+	if v := in.Inspect; v != nil {
+		job.Inspect = func(_ context.Context, view string) (any, error) {
+			if view != v.View {
+				return nil, fmt.Errorf("the view %q was not asked for when the job started", view)
+			}
+			return v.Answer.V, nil
+		}
+	}
+	return job
 }
 
 // Emitted is an event the verb asked for while it ran (nika:log, nika:emit).
@@ -204,4 +217,75 @@ func (q Question) name() string {
 		return fmt.Sprintf("%s[%d]", q.Task, q.Iteration)
 	}
 	return q.Task
+}
+
+// The agent core's steps on the wire (agent.go): the arming, each model request and its reply,
+// each tool call and its result. A field of the value model goes as Value; a step activity's
+// job is the attempt's JobInput without its fields, which no step reads.
+
+// Arming is core.Arming on the wire: its Schema as a Value.
+type Arming struct {
+	core.Arming
+	Schema Value // shadows core.Arming.Schema (JSON takes the shallower field)
+}
+
+func (a Arming) core() core.Arming {
+	c := a.Arming
+	c.Schema = a.Schema.V
+	return c
+}
+
+// ArmOutcome is what the agent arming activity (AgentArmActivity) returns: the arming and the
+// number of a batch's calls in flight at once, or the job's error, or Whole when the worker's
+// agent verb cannot run in steps (the job then runs as one JobActivity).
+type ArmOutcome struct {
+	Arming      *Arming `json:",omitempty"`
+	MaxParallel int     `json:",omitempty"`
+	Err         *Error  `json:",omitempty"`
+	Whole       bool    `json:",omitempty"`
+}
+
+// AskInput is one model request of an agent's loop (AgentAskActivity).
+type AskInput struct {
+	Job     JobInput
+	Request provider.Request
+	Schema  Value // Request.Schema
+}
+
+// AskOutcome is a model request's reply: exactly one of Response and Err.
+type AskOutcome struct {
+	Response *provider.Response `json:",omitempty"`
+	Err      *Error             `json:",omitempty"`
+}
+
+func (o AskOutcome) reply() core.Reply { return core.Reply{Response: o.Response, Err: o.Err.spec()} }
+
+// CallInput is one tool call of an agent's batch (AgentCallActivity).
+type CallInput struct {
+	Job  JobInput
+	Call core.ToolCall
+}
+
+// CallOutcome is a tool call's result.
+type CallOutcome struct {
+	Content string    `json:",omitempty"`
+	Spilled string    `json:",omitempty"`
+	Err     *Error    `json:",omitempty"`
+	Events  []Emitted `json:",omitempty"`
+}
+
+func (o CallOutcome) result() core.Result {
+	r := core.Result{Content: o.Content, Spilled: o.Spilled, Err: o.Err.spec()}
+	for _, e := range o.Events {
+		r.Events = append(r.Events, core.Emitted{Kind: e.Kind, Fields: orEmpty(e.Fields.Map())})
+	}
+	return r
+}
+
+func callOutcome(r core.Result) CallOutcome {
+	o := CallOutcome{Content: r.Content, Spilled: r.Spilled, Err: wireError(r.Err)}
+	for _, e := range r.Events {
+		o.Events = append(o.Events, Emitted{Kind: e.Kind, Fields: Value{e.Fields}})
+	}
+	return o
 }

@@ -20,7 +20,8 @@ import (
 
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
-	"go.temporal.io/sdk/converter"
+
+	"github.com/nikahq/nika/temporal"
 )
 
 // agentFailoverYAML: an agent that may fetch from the test's loopback tool server (an exact
@@ -69,11 +70,11 @@ func (m *failoverModel) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	io.WriteString(w, `{"choices":[{"index":0,"finish_reason":"stop","message":{"role":"assistant","content":"fetched"}}],"usage":{"prompt_tokens":9,"completion_tokens":2}}`)
 }
 
-// The agent's worker is SIGKILLed while its one tool call (nika:fetch) is in flight, after a
-// heartbeat carried the turn-1 model response (the job's Memo): the job runs again on the other
-// worker from that response, so the model gets exactly one turn-1 request and one turn-2
-// request (only the remaining ones), the in-flight tool call is made again (at least once), and
-// the run ends as a local one would.
+// The agent's worker is SIGKILLed while its one tool call (nika:fetch, an activity of its own)
+// is in flight, the turn-1 model request (another activity) recorded: the tool call is
+// dispatched again to the other worker, so the model gets exactly one turn-1 request and one
+// turn-2 request (only the remaining ones), the in-flight tool call is made again (at least
+// once), and the run ends as a local one would.
 func TestDevserverAgentWorkerKilledMidLoop(t *testing.T) {
 	devserverBinary(t)
 	dir := t.TempDir()
@@ -129,9 +130,8 @@ func TestDevserverAgentWorkerKilledMidLoop(t *testing.T) {
 		t.Fatalf("the tool call never arrived\nworker A:\n%s", logsA)
 	}
 
-	// The turn-1 response is recorded before the tool call starts, but the SDK throttles
-	// heartbeats (to 0.8 of the heartbeat timeout): wait until the server holds a heartbeat
-	// carrying it, as the pending activity's heartbeat details say.
+	// The agent core runs in the workflow: the turn-1 model request was an activity of its own,
+	// already recorded, and the one in flight is the tool call's.
 	c, err := client.Dial(client.Options{HostPort: addr, Logger: quietTemporalLogger{}})
 	if err != nil {
 		t.Fatal(err)
@@ -139,7 +139,7 @@ func TestDevserverAgentWorkerKilledMidLoop(t *testing.T) {
 	defer c.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	if err := waitRecordedSteps(ctx, c, 1); err != nil {
+	if err := waitPendingActivity(ctx, c, temporal.AgentCallActivity); err != nil {
 		t.Fatalf("%v\nworker A:\n%s", err, logsA)
 	}
 
@@ -170,30 +170,27 @@ func TestDevserverAgentWorkerKilledMidLoop(t *testing.T) {
 	}
 }
 
-// waitRecordedSteps polls the one open run until its pending job's last heartbeat carries at
-// least n recorded steps (temporal.memo's heartbeat details: []json.RawMessage).
-func waitRecordedSteps(ctx context.Context, c client.Client, n int) error {
-	var last string
+// waitPendingActivity polls the one open run until the activity it waits on is of type name.
+func waitPendingActivity(ctx context.Context, c client.Client, name string) error {
+	var last []string
 	for {
 		list, err := c.ListOpenWorkflow(ctx, &workflowservice.ListOpenWorkflowExecutionsRequest{Namespace: "default", MaximumPageSize: 10})
 		if err == nil && len(list.Executions) == 1 {
 			ex := list.Executions[0].Execution
 			d, err := c.DescribeWorkflowExecution(ctx, ex.WorkflowId, ex.RunId)
 			if err == nil {
+				last = last[:0]
 				for _, pa := range d.PendingActivities {
-					var steps []json.RawMessage
-					if pa.HeartbeatDetails != nil && converter.GetDefaultDataConverter().FromPayloads(pa.HeartbeatDetails, &steps) == nil {
-						last = fmt.Sprintf("%d steps", len(steps))
-						if len(steps) >= n {
-							return nil
-						}
+					if pa.ActivityType.GetName() == name {
+						return nil
 					}
+					last = append(last, pa.ActivityType.GetName())
 				}
 			}
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("no heartbeat carried %d recorded steps (last seen: %q, list error %v)", n, last, err)
+			return fmt.Errorf("the run never waited on a %s activity (last seen: %v, list error %v)", name, last, err)
 		case <-time.After(50 * time.Millisecond): // the poll's pace, not a synchronisation
 		}
 	}

@@ -11,7 +11,7 @@ import (
 	"github.com/nikahq/nika/workflow"
 )
 
-// Steps for a driver that runs the core elsewhere (the Temporal workflow, package temporal): it
+// Steps for a driver that runs the core elsewhere (the Temporal workflow, temporal/agent.go): it
 // arms once (Arm), builds the core.Loop from the arming itself, and carries each Request out
 // with Ask and each call of a Batch with Call, folding the results in request order. Nothing of
 // the local driver's live stream, observer, memo or overlapped dispatch takes part.
@@ -48,22 +48,12 @@ func (v *Verb) Ask(ctx context.Context, job workflow.Job, req provider.Request) 
 	return r.ask(ctx, req, nil)
 }
 
-// ToolCall is one call of a Batch, as Call carries it out.
-type ToolCall struct {
-	Turn  int // the batch's turn
-	Index int // the call's index in its batch
-	Call  core.Call
-	// InUniverse says that the call's name is in the arming's Universe; a call to any other
-	// name is NIKA-INVOKE-002.
-	InUniverse bool
-}
-
 // Call resolves one tool call of job's loop as the local driver resolves each call of a batch:
 // the task's permits, Config.ToolTimeout, a panic or an error as an is_error result, the call's
 // own events (nika:log, nika:emit) in Result.Events, and the spill of §4.4 unless the result is a
 // security-boundary refusal (which stops the batch: the core folds nothing of it). A done ctx
 // gives the cancellation result dispatch gives.
-func (v *Verb) Call(ctx context.Context, job workflow.Job, tc ToolCall) core.Result {
+func (v *Verb) Call(ctx context.Context, job workflow.Job, tc core.ToolCall) core.Result {
 	job.Live = nil
 	r := &run{v: v, job: job, byName: map[string]provider.ToolDef{}}
 	if tc.InUniverse {

@@ -77,6 +77,17 @@ type Call struct {
 	Args json.RawMessage
 }
 
+// ToolCall is one call of a Batch as a driver that resolves the calls one by one (each its own
+// activity, on Temporal) hands it to the effect that carries it out.
+type ToolCall struct {
+	Turn  int // the batch's turn
+	Index int // the call's index in its batch
+	Call  Call
+	// InUniverse says that the call's name is in the arming's Universe; a call to any other
+	// name is NIKA-INVOKE-002.
+	InUniverse bool
+}
+
 // Reply is the outcome of a Request: exactly one of Response and Err.
 type Reply struct {
 	Response *provider.Response
