@@ -13,7 +13,7 @@ import (
 
 // Defaults of FrontConfig (D28: a request is sent at most 5 times within 60 s).
 const (
-	DefaultInitialLimit = 8
+	DefaultInitialLimit = 16
 	DefaultMaxLimit     = 1024
 	DefaultMaxSends     = 5
 	DefaultDeadline     = 60 * time.Second
@@ -26,7 +26,7 @@ const (
 
 // FrontConfig tunes a Front. A zero field takes its default.
 type FrontConfig struct {
-	InitialLimit int // requests in flight at start; default 8
+	InitialLimit int // requests in flight at start; default DefaultInitialLimit (16)
 	// MaxLimit is the most requests in flight the limiter ever allows (NIKA_<PROVIDER>_MAX_INFLIGHT);
 	// default DefaultMaxLimit. The provider's HTTP client keeps as many idle connections.
 	MaxLimit int
@@ -50,17 +50,19 @@ type FrontConfig struct {
 // on this instance (AGENT.md §11.2), retries of transient failures honouring retry_after_ms, and
 // batch-first Complete. Build one Front per provider and share it; it is safe for concurrent use.
 //
-// The limiter (see limiter) starts in slow start: the limit grows per round of successes (fourfold
-// below 128, then doubling), until a rate_limited answer or latency rising well above the floor
+// The limiter (see limiter) starts in slow start at 16: the limit grows per round of successes
+// (fourfold below 256, then doubling), until a rate_limited answer or latency rising well above the floor
 // seen so far; then it grows by 1 per `limit` successes and halves on a rate_limited answer (at
 // most once per congestion event, never below 1), between InitialLimit and MaxLimit. Decisions the
 // design left open:
 //
 //   - Slow start's new slots are paced: they open one at a time over a round at the floor latency,
 //     so the overshoot past a provider's capacity is what goes out while the first refusal is on
-//     its way back, not a whole step of the limit. Fourfold growth gets a local server batching a
-//     thousand requests to full use in under six rounds; doubling above 128 keeps that overshoot
-//     small where a step would be hundreds of requests.
+//     its way back, not a whole step of the limit. Starting at 16 and growing fourfold gets a local
+//     server batching a thousand requests to full use in four rounds (16, 64, 256, 512, 1,024;
+//     within 1 s at 200 ms a round); doubling above 256 keeps the overshoot small where a step
+//     would be hundreds of requests. 16 at once is what the smallest tiers admit (a provider that
+//     admits fewer refuses the first round's excess once, and the limit comes down to it).
 //   - A rate_limited answer also reveals a capacity: the requests still in flight as the refusals
 //     of the congestion event come back. The decrease never leaves the limit above it, and slow
 //     start resumes after the halving, up to it, so a provider that limits concurrency is back at

@@ -14,12 +14,13 @@ const (
 	// latencySamples successes are needed before latency can end slow start.
 	latencySamples = 8
 	// slowStartGain is what each success adds to the limit in slow start below slowStartFast (the
-	// limit grows (1+slowStartGain)-fold per round), and 1 above it (it doubles per round). The new
+	// limit grows (1+slowStartGain)-fold per round: 16, 64, 256 from DefaultInitialLimit), and 1
+	// above it (it doubles per round). The new
 	// slots open one at a time, paced over a round at the floor latency, so an overshoot is bounded
 	// by how fast the first refusal comes back, not by the size of the step; above slowStartFast the
 	// step, and so the overshoot while a refusal is on its way back, is kept smaller.
 	slowStartGain = 3
-	slowStartFast = 128
+	slowStartFast = 256
 	// paceMin is the shortest time between two slots opened by pacing.
 	paceMin = 50 * time.Microsecond
 	// probeHold is how long, after a congestion event, the limit stays at or below the capacity it
@@ -51,7 +52,7 @@ func (realClock) AfterFunc(d time.Duration, f func()) func() bool {
 // saying how the send went.
 //
 // The limit starts in slow start: each success of a send made while the limit was in use raises it
-// by gain (3 below slowStartFast, then 1), so it quadruples, then doubles, per round of requests, up
+// by gain (3 below slowStartFast, 256, then 1), so it quadruples, then doubles, per round of requests, up
 // to ssthresh; the new slots open paced over the round (catchUp). The first sign of congestion ends slow
 // start: a rate_limited answer, or the smoothed latency rising past slowStartExit times the floor
 // (ssthresh becomes the limit, which is kept). A rate_limited answer reveals a capacity: the
@@ -293,11 +294,12 @@ func (l *limiter) congested(now time.Time, t ticket, retryAfter time.Duration) {
 }
 
 // belowCapacity is where slow start stops after a congestion event that revealed capacity c:
-// (c-1)/16 below it, a sixteenth of all but the first request. c may count answers the provider
+// (c-1)/32 below it, a thirty-second of all but the first request. c may count answers the provider
 // had sent that the client had not read yet, and every overshoot costs a Retry-After pause for
-// every caller; congestion avoidance finds the rest after the hold. Up to 16 the margin is none:
-// one request would be more than a sixteenth (at 16, holding 15 leaves 6% of the capacity idle).
-func belowCapacity(c int) int { return max(1, c-(c-1)/16) }
+// every caller; congestion avoidance finds the rest after the hold. Up to 32 the margin is none:
+// one request would be more than a thirty-second. A sixteenth (measured: BENCHMARKS.md, issue 13)
+// left a capacity of 256 held at 241, under 90% of it once the rounds' edges are counted.
+func belowCapacity(c int) int { return max(1, c-(c-1)/32) }
 
 func (l *limiter) succeeded(now time.Time, t ticket) {
 	lat := now.Sub(t.sent)

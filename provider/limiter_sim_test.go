@@ -236,7 +236,7 @@ func simulate(cfg simConfig) simResult {
 // Against a provider admitting C at once (200 ms, 429 with Retry-After: 1 above), with no delays
 // and with a little network jitter and client work per answer, the limiter turns at least 90% of
 // the capacity into answers after the first 2 s with at most 2% of sends refused and no request
-// failing, and with no limit it gets all 1,000 jobs' requests out at once (the targets of
+// failing, and with no limit it gets all 1,000 jobs' requests out at once within 1 s (the targets of
 // BenchmarkCapacity, here in simulated time; that benchmark measures the real client).
 func TestLimiterAgainstSimulatedProvider(t *testing.T) {
 	for _, d := range []struct{ proc, jitter time.Duration }{{0, 0}, {100 * time.Microsecond, 5 * time.Millisecond}} {
@@ -250,8 +250,8 @@ func TestLimiterAgainstSimulatedProvider(t *testing.T) {
 			switch {
 			case r.failed > 0:
 				t.Errorf("%s: requests failed", msg)
-			case c == 0 && r.fullAt < 0:
-				t.Errorf("%s: never had every job's request out at once", msg)
+			case c == 0 && (r.fullAt < 0 || r.fullAt > time.Second):
+				t.Errorf("%s: did not have every job's request out at once within 1 s", msg)
 			case c > 0 && r.goodputFrac < 0.9:
 				t.Errorf("%s: goodput below 90%% of the capacity", msg)
 			case 50*r.refused > r.sends:

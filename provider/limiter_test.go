@@ -85,9 +85,10 @@ func (l *lim) round(rtt time.Duration) {
 }
 
 // Slow start: the limit quadruples per round below slowStartFast, then doubles, up to the maximum.
+// From the default start, a thousand in flight are four rounds away.
 func TestLimiterSlowStartGrowsPerRound(t *testing.T) {
-	l := newLim(t, 8, 1024, 0, 0)
-	for _, want := range []int{32, 128, 256, 512, 1024, 1024} {
+	l := newLim(t, DefaultInitialLimit, 1024, 0, 0)
+	for _, want := range []int{64, 256, 512, 1024, 1024} {
 		l.round(200 * time.Millisecond)
 		if got := l.stats().Limit; got != want {
 			t.Fatalf("limit after a round = %d, want %d", got, want)
@@ -122,8 +123,8 @@ func TestLimiterCongestionHalvesOnceAndFindsCapacity(t *testing.T) {
 	if st.Limit != 16 || st.RateLimited != 12 {
 		t.Fatalf("after 12 refusals: %+v, want limit 16 (halved once), 12 rate-limited", st)
 	}
-	if l.ssthresh != 19 || l.capacity != 20 {
-		t.Errorf("ssthresh %d, capacity %d; want 19, 20 (the refused send of level 21 saw 20 beside it; slow start stops a sixteenth below)", l.ssthresh, l.capacity)
+	if l.ssthresh != 20 || l.capacity != 20 {
+		t.Errorf("ssthresh %d, capacity %d; want 20, 20 (the refused send of level 21 saw 20 beside it; slow start stops a thirty-second below, none up to 32)", l.ssthresh, l.capacity)
 	}
 	for _, tk := range ts[:20] { // answered, but sent before the decrease
 		l.release(tk, outcome{ok: true})
@@ -132,8 +133,8 @@ func TestLimiterCongestionHalvesOnceAndFindsCapacity(t *testing.T) {
 		t.Errorf("limit = %d after old successes, want 16", got)
 	}
 	l.round(time.Millisecond) // slow start again, up to the capacity found
-	if got := l.stats().Limit; got != 19 {
-		t.Errorf("limit = %d after a round, want 19 (slow start stops at ssthresh)", got)
+	if got := l.stats().Limit; got != 20 {
+		t.Errorf("limit = %d after a round, want 20 (slow start stops at ssthresh)", got)
 	}
 }
 
@@ -298,7 +299,7 @@ func TestLimiterCancelledWaiterLeaves(t *testing.T) {
 // step of the limit never goes out as one burst.
 func TestLimiterPacesSlowStart(t *testing.T) {
 	l := newLim(t, slowStartFast, 1024, 0, 0)
-	l.round(80 * time.Millisecond) // limit 256 (doubling above slowStartFast), floor 80 ms
+	l.round(80 * time.Millisecond) // limit 512 (doubling above slowStartFast), floor 80 ms
 	if got := l.stats().Limit; got != 2*slowStartFast {
 		t.Fatalf("limit = %d, want %d", got, 2*slowStartFast)
 	}
@@ -313,10 +314,10 @@ func TestLimiterPacesSlowStart(t *testing.T) {
 	if n := count(); n != slowStartFast+1 {
 		t.Fatalf("%d slots open at once after the round, want %d (those released and one new)", n, slowStartFast+1)
 	}
-	// One slot every 80 ms / 256 = 312.5 µs (the first after 80 ms / 129, the limit then).
+	// One slot every 80 ms / 512 = 156 µs (the first after 80 ms / 257, the limit then).
 	l.clock.Advance(time.Millisecond)
-	if n := count(); n < 1 || n > 3 {
-		t.Fatalf("%d slots opened in the next millisecond, want 1 to 3", n)
+	if n := count(); n < 4 || n > 7 {
+		t.Fatalf("%d slots opened in the next millisecond, want 4 to 7", n)
 	}
 	l.clock.Advance(80 * time.Millisecond)
 	if st := l.stats(); count() == 0 || l.pacing() || st.Limit != 2*slowStartFast {
@@ -403,10 +404,10 @@ func TestLimiterFailedProbeReturnsToCapacity(t *testing.T) {
 	}
 }
 
-// The margin below a capacity found is a sixteenth of all but the first request: none up to 16,
-// where one request would be more than a sixteenth.
+// The margin below a capacity found is a thirty-second of all but the first request: none up to
+// 32, where one request would be more than a thirty-second.
 func TestLimiterBelowCapacity(t *testing.T) {
-	for c, want := range map[int]int{1: 1, 2: 2, 15: 15, 16: 16, 17: 16, 20: 19, 64: 61, 256: 241, 1024: 961} {
+	for c, want := range map[int]int{1: 1, 2: 2, 16: 16, 20: 20, 32: 32, 33: 32, 64: 63, 256: 249, 1024: 993} {
 		if got := belowCapacity(c); got != want {
 			t.Errorf("belowCapacity(%d) = %d, want %d", c, got, want)
 		}

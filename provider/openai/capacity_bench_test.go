@@ -36,9 +36,10 @@ package openai_test
 //   - max-inflight: the most requests inside the server's handler at once (admitted or being
 //     refused).
 //   - ms-to-full ("unlimited" only): the time from the start until the server first had
-//     min(jobs, provider.DefaultMaxLimit) requests in flight at once; -1 if it never did. With
-//     jobs of two requests each it cannot happen unless the limiter lets every first request go
-//     at once: jobs whose first answer came back sooner are already done or on their second.
+//     min(jobs, provider.DefaultMaxLimit) requests in flight at once; -1 if it never did. It
+//     happens when every job has a request out at once before the first jobs finish: the limiter
+//     serves its waiters in arrival order, so a job's second request waits behind the first
+//     requests still queued, and no job ends before the limit has let every job start.
 //   - ms-to-unheld ("unlimited" only): the time until no request waits in the limiter any more
 //     (sampled every 5 ms): the limiter has reached the demand, min(jobs left, maximum); the
 //     latest over the runs.
