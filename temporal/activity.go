@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/temporal"
 
 	"github.com/nikahq/nika/planner"
 	"github.com/nikahq/nika/spec"
@@ -56,6 +57,12 @@ func (a *Activities) RunJob(ctx context.Context, in JobInput) (JobOutcome, error
 	stop := m.beat(a.Heartbeat)
 	out := runVerb(ctx, a.Verbs[job.Verb], &job)
 	stop()
+	if err := interrupted(ctx); err != nil { // no outcome: the job runs again, after its recorded steps
+		m.mu.Lock()
+		steps := slices.Clone(m.steps)
+		m.mu.Unlock()
+		return JobOutcome{}, temporal.NewApplicationError(err.Error(), errInterrupted, steps)
+	}
 	mu.Lock()
 	defer mu.Unlock()
 	return JobOutcome{Output: Value{out.Output}, Err: wireError(out.Err), Usage: out.Usage, Pause: out.Pause, Emitted: emitted}, nil

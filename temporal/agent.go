@@ -212,16 +212,26 @@ func (a *agentRun) batch(b *core.Batch) core.Step {
 }
 
 // step runs one step activity under parent and waits for its result in out, dispatching it
-// again when its worker was lost (its heartbeat timed out), at most maxLost times: the steps
-// recorded before it are not carried out again.
+// again when its worker was lost (its heartbeat timed out) or it was interrupted (the worker
+// stopped), at most maxLost times: the steps recorded before it are not carried out again.
 func (d *driver) step(c, parent tw.Context, name string, in, out any, summary string) error {
 	for lost := 0; ; lost++ {
 		err := tw.ExecuteActivity(d.activityOptions(parent, 0, summary), name, in).Get(c, out)
-		var te *temporal.TimeoutError
-		if err == nil || lost >= maxLost || parent.Err() != nil || !errors.As(err, &te) || te.TimeoutType() != enumspb.TIMEOUT_TYPE_HEARTBEAT {
+		if err == nil || lost >= maxLost || parent.Err() != nil || !workerLost(err) {
 			return err
 		}
 	}
+}
+
+// workerLost reports whether an activity's error says its worker went away before it ended:
+// its heartbeat timed out, or it was interrupted (errInterrupted).
+func workerLost(err error) bool {
+	var te *temporal.TimeoutError
+	if errors.As(err, &te) {
+		return te.TimeoutType() == enumspb.TIMEOUT_TYPE_HEARTBEAT
+	}
+	var ae *temporal.ApplicationError
+	return errors.As(err, &ae) && ae.Type() == errInterrupted
 }
 
 // stepError is the attempt's error when a step activity failed: its cancellation, or an internal

@@ -15,6 +15,7 @@ import (
 	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
+	"go.temporal.io/sdk/worker"
 
 	"github.com/nikahq/nika/planner"
 	"github.com/nikahq/nika/spec"
@@ -153,14 +154,15 @@ func TestAgentCoreStepsAreActivities(t *testing.T) {
 	}
 }
 
-// A worker lost during one tool call costs that call only: it is dispatched again, the model is
-// not asked again and no other call runs twice, and the trace is the local run's.
+// A worker lost during one tool call (its heartbeat timed out), or stopping during another (the
+// call interrupted), costs that call only: it is dispatched again, the model is not asked again
+// and no other call runs twice, and the trace is the local run's.
 func TestAgentCoreLostWorkerRedoesOnlyItsStep(t *testing.T) {
 	verbs, last := stepAgents(8, nil)
 	rc := runCase{name: "agent", src: agentSrc, verbs: verbs}
 	want, _ := rc.local(t, context.Background())
 	var count func() map[string]int
-	var lost atomic.Bool
+	var lost, stopped atomic.Bool
 	out, _ := rc.onTemporal(t, func(env *testsuite.TestWorkflowEnvironment) {
 		count = started(env)
 		acts := &Activities{Verbs: map[string]planner.Verb{"agent": last()}, Heartbeat: testHeartbeat}
@@ -168,13 +170,18 @@ func TestAgentCoreLostWorkerRedoesOnlyItsStep(t *testing.T) {
 			if in.Call.Index == 3 && lost.CompareAndSwap(false, true) {
 				return CallOutcome{}, temporal.NewHeartbeatTimeoutError()
 			}
+			if in.Call.Index == 5 && stopped.CompareAndSwap(false, true) {
+				ctx, cancel := context.WithCancelCause(ctx)
+				cancel(worker.ErrWorkerShutdown)
+				return acts.CallAgent(ctx, in) // the tool sees its context end; the step is no answer
+			}
 			return acts.CallAgent(ctx, in)
 		})
 	})
 	sameLines(t, want, out.Events)
 	n := count()
-	if out.State != "success" || n[AgentAskActivity] != 2 || n[AgentCallActivity] != 9 || last().calls.Load() != 8 {
-		t.Errorf("state %s, activities %v, %d tool calls; want success, 2 ask and 9 call activities, 8 tool calls", out.State, n, last().calls.Load())
+	if out.State != "success" || n[AgentAskActivity] != 2 || n[AgentCallActivity] != 10 || last().calls.Load() != 9 {
+		t.Errorf("state %s, activities %v, %d tool calls; want success, 2 ask and 10 call activities, 9 tool calls (the interrupted one twice)", out.State, n, last().calls.Load())
 	}
 }
 
@@ -223,7 +230,12 @@ func TestAgentCoreCancelledMidBatch(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			deadline := time.Now().Add(time.Minute)
 			for last() == nil || last().calls.Load() < 8 { // the calls are all in their rendezvous
+				if time.Now().After(deadline) {
+					t.Error("the eight calls never started")
+					break
+				}
 				runtime.Gosched()
 			}
 			env.CancelWorkflow()
@@ -240,5 +252,39 @@ func TestAgentCoreCancelledMidBatch(t *testing.T) {
 	}
 	if n := count(); n[AgentAskActivity] != 1 {
 		t.Errorf("activities %v; want 1 ask", n)
+	}
+}
+
+// A tool result larger than a Temporal payload carries fails the attempt with an error that says
+// so, instead of a payload the server refuses.
+func TestAgentCoreTooLargeAResult(t *testing.T) {
+	big := func(_ context.Context, tc core.ToolCall, call func() core.Result) core.Result {
+		if tc.Index == 4 {
+			return core.Result{Content: strings.Repeat("x", maxStepBytes+1)}
+		}
+		return call()
+	}
+	verbs, _ := stepAgents(8, big)
+	rc := runCase{name: "agent", src: agentSrc, verbs: verbs}
+	out, _ := rc.onTemporal(t, nil)
+	if all := strings.Join(out.Events, "\n"); out.State != "failure" || !strings.Contains(all, "the result of nika:hash is") || !strings.Contains(all, "more than a Temporal payload carries") {
+		t.Fatalf("state %s, want failure saying the result is too large:\n%s", out.State, all)
+	}
+}
+
+// A step's context that ends for another reason than the workflow's cancellation (the worker
+// stopping) is an interruption, which the workflow does again; the workflow's own cancellation
+// is not.
+func TestInterrupted(t *testing.T) {
+	live := context.Background()
+	stopping, stop := context.WithCancelCause(live)
+	stop(worker.ErrWorkerShutdown)
+	cancelled, cancel := context.WithCancelCause(live)
+	cancel(temporal.NewCanceledError())
+	if interrupted(live) != nil || interrupted(cancelled) != nil {
+		t.Error("a live or cancelled step is not interrupted")
+	}
+	if err := interrupted(stopping); !workerLost(err) {
+		t.Errorf("a stopping worker's step: %v, want an interruption the workflow does again", err)
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/mock"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
+	"go.temporal.io/sdk/worker"
 
 	"github.com/nikahq/nika/planner"
 	"github.com/nikahq/nika/spec"
@@ -105,6 +106,33 @@ func TestLostWorkerDispatchesTheJobAgain(t *testing.T) {
 	})
 	if out.State != "success" || lost.Load() != 2 || v.calls.Load() != 1 {
 		t.Errorf("state %s, %d dispatches, %d verb calls; want success, 2, 1", out.State, lost.Load(), v.calls.Load())
+	}
+	if kinds(out.Events, "task_retrying") != 0 || kinds(out.Events, "task_started") != 1 {
+		t.Errorf("events:\n%s", strings.Join(out.Events, "\n"))
+	}
+}
+
+// A job whose worker stopped while it ran (its context ended with the worker's shutdown, not the
+// workflow's cancellation) is no outcome: it is dispatched again as the same attempt, as after a
+// lost worker, instead of ending cancelled.
+func TestInterruptedJobRunsAgain(t *testing.T) {
+	v := &countingVerb{}
+	rc := runCase{name: "stopped", src: head + "tasks:\n  - id: a\n    exec: { command: ok }\n",
+		verbs: func() map[string]planner.Verb { return map[string]planner.Verb{"exec": v} }}
+	var dispatches atomic.Int32
+	out, _ := rc.onTemporal(t, func(env *testsuite.TestWorkflowEnvironment) {
+		acts := &Activities{Verbs: map[string]planner.Verb{"exec": v}, Heartbeat: testHeartbeat}
+		env.OnActivity(JobActivity, mock.Anything, mock.Anything).Return(func(ctx context.Context, in JobInput) (JobOutcome, error) {
+			if dispatches.Add(1) == 1 {
+				ctx, stop := context.WithCancelCause(ctx)
+				stop(worker.ErrWorkerShutdown)
+				return acts.RunJob(ctx, in)
+			}
+			return acts.RunJob(ctx, in)
+		})
+	})
+	if out.State != "success" || dispatches.Load() != 2 || v.calls.Load() != 2 {
+		t.Errorf("state %s, %d dispatches, %d verb calls; want success, 2, 2", out.State, dispatches.Load(), v.calls.Load())
 	}
 	if kinds(out.Events, "task_retrying") != 0 || kinds(out.Events, "task_started") != 1 {
 		t.Errorf("events:\n%s", strings.Join(out.Events, "\n"))

@@ -43,9 +43,11 @@
 //     max_parallel_tools in flight, started and folded in request order; a security-boundary
 //     refusal stops the batch. A recorded step is never carried out again: a worker lost
 //     mid-loop costs the step it ran, dispatched again like a job (maxLost). The loop's
-//     canonical events are the attempt's, released with its report. One model request must
-//     stay under maxStepBytes (1.5 MiB; Temporal refuses payloads over 2 MiB): an agent whose
-//     transcript outgrows it fails with an error that says so. An on_finally step's agent (its
+//     canonical events are the attempt's, released with its report. One model request, reply
+//     or tool result must stay under maxStepBytes (1.5 MiB; Temporal refuses payloads over
+//     2 MiB): an agent that outgrows it fails with an error that says so. A step whose context
+//     ends without the workflow's cancellation (its worker stopping) returns no result but an
+//     interruption (errInterrupted), which the workflow carries out again, as a whole job's. An on_finally step's agent (its
 //     own timeout bounds it), a worker whose agent verb cannot run in steps (AgentSteps; the
 //     arming says Whole) and runs begun before this (workflow.GetVersion "agent-core") run the
 //     agent whole in one activity, its recorded steps (the job's Memo) riding on its heartbeats
@@ -65,6 +67,10 @@
 //
 //   - Batches (D5): each job is its own activity; a batch-capable verb gets its jobs one by one.
 //   - The live stream (D19): nothing but the canonical lines (QueryEvents) is reported.
+//   - An agent's transcript goes whole into each model request's activity input, so its history
+//     grows with the square of its turns: at a transcript of 1 MiB, some 40 turns reach
+//     Temporal's default history limit (50 MiB). Holding the transcript by reference (a blob
+//     store the workers share) would make it linear.
 //   - The journal (planner.Options.Memory) is not used: the workflow history is the run's
 //     durable record.
 package temporal

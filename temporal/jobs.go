@@ -142,8 +142,8 @@ func (d *driver) activityOptions(ctx tw.Context, timeout time.Duration, summary 
 }
 
 // settle takes the end of a job's activity: its report (bindings run over an attempt's output),
-// a question to wait on, or, when its worker was lost (its heartbeat timed out), the same
-// attempt dispatched again with the steps it recorded (at-least-once, as a resumed local run's
+// a question to wait on, or, when its worker was lost (its heartbeat timed out, or it stopped
+// and interrupted the job: errInterrupted), the same attempt dispatched again with the steps it recorded (at-least-once, as a resumed local run's
 // jobs), at most maxLost times.
 func (d *driver) settle(j *call, f tw.Future) {
 	var out JobOutcome
@@ -195,6 +195,15 @@ func (d *driver) failed(j *call, err error) (JobOutcome, bool) {
 			return JobOutcome{Err: wireError(spec.NewError(spec.CodeTimeout, fmt.Sprintf("on_finally step %d of task %q timed out after %s", j.id.Finally, j.id.Task, j.timeout),
 				map[string]any{"timeout": j.timeout.String()}))}, false
 		}
+	}
+	var ae *temporal.ApplicationError
+	if errors.As(err, &ae) && ae.Type() == errInterrupted && j.lost < maxLost { // its worker stopped
+		j.lost++
+		var steps []json.RawMessage
+		if ae.HasDetails() && ae.Details(&steps) == nil && len(steps) > len(j.in.Recorded) {
+			j.in.Recorded = steps
+		}
+		return JobOutcome{}, true
 	}
 	return JobOutcome{Err: &Error{Category: "internal_error", Message: "the job's activity failed: " + err.Error(), Details: Value{map[string]any{}}}}, false
 }

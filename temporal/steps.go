@@ -2,9 +2,11 @@ package temporal
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 
 	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/temporal"
 
 	"github.com/nikahq/nika/provider"
 	"github.com/nikahq/nika/spec"
@@ -50,6 +52,9 @@ func (a *Activities) ArmAgent(ctx context.Context, in JobInput) (out ArmOutcome,
 		}
 	}()
 	arming, err := s.Arm(ctx, in.job())
+	if err := interrupted(ctx); err != nil {
+		return ArmOutcome{}, err
+	}
 	if err != nil {
 		return ArmOutcome{Err: wireError(err)}, nil
 	}
@@ -72,7 +77,11 @@ func (a *Activities) AskAgent(ctx context.Context, in AskInput) (out AskOutcome,
 	req := in.Request
 	req.Schema = in.Schema.V
 	r := s.Ask(ctx, in.Job.job(), req)
-	return AskOutcome{Response: r.Response, Err: wireError(r.Err)}, nil
+	if err := interrupted(ctx); err != nil {
+		return AskOutcome{}, err
+	}
+	out = AskOutcome{Response: r.Response, Err: wireError(r.Err)}
+	return out, fits(out, "the model's reply")
 }
 
 // CallAgent resolves one tool call of an agent's batch: its content, its error as an is_error
@@ -88,7 +97,41 @@ func (a *Activities) CallAgent(ctx context.Context, in CallInput) (out CallOutco
 			out = callOutcome(errResult(panicError("tool "+in.Call.Call.Name, r)))
 		}
 	}()
-	return callOutcome(s.Call(ctx, in.Job.job(), in.Call)), nil
+	r := s.Call(ctx, in.Job.job(), in.Call)
+	if err := interrupted(ctx); err != nil {
+		return CallOutcome{}, err
+	}
+	out = callOutcome(r)
+	return out, fits(out, "the result of "+in.Call.Call.Name)
+}
+
+// Application error types of the step activities.
+const (
+	// errInterrupted: the step's context ended, but not because the workflow cancelled it (the
+	// worker is stopping, or Temporal paused the activity). Its result is no answer: the
+	// workflow carries the step out again, as after a lost worker.
+	errInterrupted = "nika.interrupted"
+	errTooLarge    = "nika.too-large" // the step's result is more than a payload carries
+)
+
+// interrupted is errInterrupted when ctx ended for another reason than the workflow's
+// cancellation (whose cause the SDK makes a CanceledError), nil otherwise.
+func interrupted(ctx context.Context) error {
+	if ctx.Err() == nil || temporal.IsCanceledError(context.Cause(ctx)) {
+		return nil
+	}
+	return temporal.NewApplicationError(fmt.Sprintf("the step was interrupted: %v", context.Cause(ctx)), errInterrupted)
+}
+
+// fits is errTooLarge when out is more than maxStepBytes of JSON: Temporal would refuse the
+// payload, so the attempt fails saying so instead.
+func fits(out any, what string) error {
+	b, err := json.Marshal(out)
+	if err != nil || len(b) <= maxStepBytes {
+		return nil
+	}
+	return temporal.NewNonRetryableApplicationError(fmt.Sprintf("%s is %d bytes, more than a Temporal payload carries (%d): on Temporal a tool result or a reply must stay under it; ask for less (a tool's max_bytes, say), or run the workflow locally", what, len(b), maxStepBytes),
+		errTooLarge, nil)
 }
 
 // noSteps is the error of a step sent to a worker whose agent verb does not run in steps
