@@ -2,7 +2,9 @@ package temporal
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"reflect"
 	"runtime"
 	"strings"
 	"sync"
@@ -18,6 +20,7 @@ import (
 	"go.temporal.io/sdk/worker"
 
 	"github.com/nikahq/nika/planner"
+	"github.com/nikahq/nika/provider"
 	"github.com/nikahq/nika/spec"
 	"github.com/nikahq/nika/verbs/agent"
 	"github.com/nikahq/nika/verbs/agent/core"
@@ -286,5 +289,24 @@ func TestInterrupted(t *testing.T) {
 	}
 	if err := interrupted(stopping); !workerLost(err) {
 		t.Errorf("a stopping worker's step: %v, want an interruption the workflow does again", err)
+	}
+}
+
+// What crosses the wire comes back as it went: the arming's schema with its integers, a tool
+// definition without parameters without them (not as the JSON null).
+func TestArmingRoundTrip(t *testing.T) {
+	in := core.Arming{Model: "mock/echo", MaxTurns: 3, Schema: map[string]any{"type": "integer", "minimum": 1},
+		Universe: []provider.ToolDef{{Name: "nika:log"}, {Name: "nika:hash", Parameters: json.RawMessage(`{"type":"object"}`)}}}
+	b, err := json.Marshal(Arming{Arming: in, Schema: Value{in.Schema}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var w Arming
+	if err := json.Unmarshal(b, &w); err != nil {
+		t.Fatal(err)
+	}
+	got := w.core()
+	if !reflect.DeepEqual(got, in) {
+		t.Errorf("round trip:\n got %#v\nwant %#v", got, in)
 	}
 }

@@ -76,6 +76,7 @@ func (a *Activities) AskAgent(ctx context.Context, in AskInput) (out AskOutcome,
 	}()
 	req := in.Request
 	req.Schema = in.Schema.V
+	req.Tools = toolDefs(req.Tools)
 	r := s.Ask(ctx, in.Job.job(), req)
 	if err := interrupted(ctx); err != nil {
 		return AskOutcome{}, err

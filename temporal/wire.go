@@ -232,7 +232,19 @@ type Arming struct {
 func (a Arming) core() core.Arming {
 	c := a.Arming
 	c.Schema = a.Schema.V
+	c.Universe = toolDefs(c.Universe)
 	return c
+}
+
+// toolDefs restores the tool definitions a JSON round trip changed: a nil Parameters comes back
+// as the JSON null, which an adapter would send as such.
+func toolDefs(defs []provider.ToolDef) []provider.ToolDef {
+	for i := range defs {
+		if string(defs[i].Parameters) == "null" {
+			defs[i].Parameters = nil
+		}
+	}
+	return defs
 }
 
 // ArmOutcome is what the agent arming activity (AgentArmActivity) returns: the arming and the
