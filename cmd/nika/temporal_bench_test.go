@@ -24,16 +24,40 @@ func genTasks(n int, chain bool) string {
 	return b.String()
 }
 
-// BenchmarkTemporalRuns is one `nika run` of the 100-task wide and chain workflows after the
-// other, through the binary, on the local driver and on the dev server
+// agentsSrc is a for_each of n agents on the mock provider, each two turns (a nika:uuid call, then
+// nika:done): on Temporal an arming, two model requests and one tool call, one after the other.
+func agentsSrc(n int) string {
+	items := make([]string, n)
+	for i := range items {
+		items[i] = fmt.Sprint(i)
+	}
+	return fmt.Sprintf(`nika: v1
+workflow: agents
+model: mock/echo
+permits: { tools: ["nika:uuid", "nika:done"] }
+tasks:
+  - id: a
+    for_each: [%s]
+    agent:
+      prompt: "Make an identifier, then finish."
+      tools: ["nika:uuid", "nika:done"]
+      max_turns: 4
+`, strings.Join(items, ", "))
+}
+
+// BenchmarkTemporalRuns is one `nika run` of the 100-task wide and chain workflows (and of 20
+// agents) after the other, through the binary, on the local driver and on the dev server
 // ($NIKA_TEMPORAL_DEVSERVER, with one `nika worker`): runs per second and the wall time per task.
 func BenchmarkTemporalRuns(b *testing.B) {
-	const n = 100
 	dir := b.TempDir()
 	addr := startDevServer(b, dir)
 	startWorker(b, dir, addr, "nika")
-	for _, shape := range []string{"wide", "chain"} {
-		if err := os.WriteFile(filepath.Join(dir, shape+".nika.yaml"), []byte(genTasks(n, shape == "chain")), 0o644); err != nil {
+	for _, shape := range []string{"wide", "chain", "agents"} {
+		n, src := 100, genTasks(100, shape == "chain")
+		if shape == "agents" {
+			n, src = 20, agentsSrc(20)
+		}
+		if err := os.WriteFile(filepath.Join(dir, shape+".nika.yaml"), []byte(src), 0o644); err != nil {
 			b.Fatal(err)
 		}
 		for _, driver := range []string{"local", "temporal"} {
@@ -51,7 +75,7 @@ func BenchmarkTemporalRuns(b *testing.B) {
 				}
 				per := b.Elapsed().Seconds() / float64(b.N)
 				b.ReportMetric(1/per, "runs/s")
-				b.ReportMetric(per*1e6/n, "µs/task")
+				b.ReportMetric(per*1e6/float64(n), "µs/task")
 			})
 		}
 	}
